@@ -1,0 +1,166 @@
+"""Assertions for exercise tests, written for students to read.
+
+Every failure raises :class:`CheckFailed` (an ``AssertionError``) whose message says what
+was expected, what came back and, for tensors, the largest error and where it is. Nothing
+here writes to stderr: in nbgrader a test cell that writes to stderr scores zero even
+when the answer is right.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+__all__ = [
+    "CheckFailed",
+    "check",
+    "check_type",
+    "check_shape",
+    "check_close",
+    "check_scalar",
+    "check_raises",
+]
+
+
+class CheckFailed(AssertionError):
+    """A test found a wrong answer. The message is meant for the student."""
+
+
+def _fail(message: str, hint: str | None) -> None:
+    __tracebackhide__ = True
+    if hint:
+        message = f"{message}\nHint: {hint}"
+    raise CheckFailed(message)
+
+
+def check(condition: Any, message: str, hint: str | None = None) -> None:
+    """Fail with ``message`` unless ``condition`` is true."""
+    __tracebackhide__ = True
+    if not bool(condition):
+        _fail(message, hint)
+
+
+def check_type(got: Any, expected_type: type | tuple[type, ...], name: str, hint: str | None = None) -> None:
+    """Fail unless ``got`` is an instance of ``expected_type``; ``None`` gets its own advice."""
+    __tracebackhide__ = True
+    if isinstance(got, expected_type):
+        return
+    names = (
+        " or ".join(t.__name__ for t in expected_type)
+        if isinstance(expected_type, tuple)
+        else expected_type.__name__
+    )
+    if got is None:
+        _fail(f"{name} is None, but should be a {names}. Did you forget a `return`?", hint)
+    _fail(f"{name} should be a {names}, but is a {type(got).__name__}.", hint)
+
+
+def _as_tensor(value: Any) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    return torch.as_tensor(np.asarray(value))
+
+
+def check_shape(got: Any, expected_shape: Sequence[int], name: str, hint: str | None = None) -> None:
+    """Fail unless ``got`` is a tensor of exactly ``expected_shape``."""
+    __tracebackhide__ = True
+    check_type(got, torch.Tensor, name, hint)
+    expected = tuple(int(s) for s in expected_shape)
+    if tuple(got.shape) != expected:
+        _fail(f"{name} has shape {tuple(got.shape)}, but should have shape {expected}.", hint)
+
+
+def _index_of(flat_index: int, shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(flat_index, tuple(shape))) if len(shape) else ()
+
+
+def check_close(
+    got: Any,
+    expected: Any,
+    name: str,
+    *,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    hint: str | None = None,
+) -> None:
+    """Fail unless tensor ``got`` matches ``expected`` in type, shape and values.
+
+    Values pass where ``|got - expected| <= atol + rtol * |expected|`` (``torch.allclose``'s
+    rule). NaN in ``got`` fails unless ``expected`` has NaN at the same place.
+    """
+    __tracebackhide__ = True
+    check_type(got, torch.Tensor, name, hint)
+    expected_t = _as_tensor(expected)
+    check_shape(got, expected_t.shape, name, hint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got_t = got.detach().cpu().to(torch.float64)
+        expected_t = expected_t.to(torch.float64)
+    got_nan, expected_nan = torch.isnan(got_t), torch.isnan(expected_t)
+    if bool((got_nan & ~expected_nan).any()):
+        where = _index_of(int(torch.nonzero((got_nan & ~expected_nan).flatten())[0]), got_t.shape)
+        _fail(
+            f"{name} contains NaN (first at index {where}) where {float(expected_t[where]):.6g} "
+            "was expected. NaN usually comes from inf - inf or 0/0, e.g. exp() overflowing.",
+            hint,
+        )
+    if bool(torch.isinf(got_t).any()) and not torch.equal(torch.isinf(got_t), torch.isinf(expected_t)):
+        where = _index_of(int(torch.nonzero(torch.isinf(got_t).flatten())[0]), got_t.shape)
+        _fail(f"{name} contains inf (first at index {where}).", hint)
+    finite = ~(expected_nan | torch.isinf(expected_t))
+    error = torch.where(finite, (got_t - expected_t).abs(), torch.zeros_like(got_t))
+    allowed = atol + rtol * expected_t.abs()
+    too_far = finite & (error > torch.where(finite, allowed, torch.zeros_like(allowed)))
+    if bool(too_far.any()):
+        flat = int(torch.argmax(torch.where(too_far, error, torch.full_like(error, -1.0)).flatten()))
+        where = _index_of(flat, got_t.shape)
+        n_bad, n_all = int(too_far.sum()), too_far.numel()
+        _fail(
+            f"{name} has wrong values: {n_bad} of {n_all} entries are off. Largest absolute error "
+            f"{float(error.flatten()[flat]):.4g} at index {where}: expected "
+            f"{float(expected_t.flatten()[flat]):.6g}, got {float(got_t.flatten()[flat]):.6g} "
+            f"(tolerance atol={atol:g}, rtol={rtol:g}).",
+            hint,
+        )
+
+
+def check_scalar(
+    got: Any,
+    expected: float,
+    name: str,
+    *,
+    atol: float = 1e-6,
+    rtol: float = 1e-6,
+    hint: str | None = None,
+) -> None:
+    """Fail unless ``got`` is a real number (or one-element tensor) close to ``expected``."""
+    __tracebackhide__ = True
+    if isinstance(got, torch.Tensor):
+        if got.numel() != 1:
+            _fail(f"{name} should be a single number, but is a tensor of shape {tuple(got.shape)}.", hint)
+        got = got.item()
+    check_type(got, (int, float, np.integer, np.floating), name, hint)
+    got = float(got)
+    if math.isnan(got) or abs(got - expected) > atol + rtol * abs(expected):
+        _fail(f"{name} is {got:.6g}, but should be {expected:.6g} (tolerance atol={atol:g}, rtol={rtol:g}).", hint)
+
+
+def check_raises(
+    function: Callable[[], Any],
+    exception: type[BaseException],
+    name: str,
+    hint: str | None = None,
+) -> None:
+    """Fail unless calling ``function()`` raises ``exception``."""
+    __tracebackhide__ = True
+    try:
+        function()
+    except exception:
+        return
+    except Exception as error:  # noqa: BLE001 - the student's code may raise anything
+        _fail(f"{name} raised {type(error).__name__}, but should raise {exception.__name__}.", hint)
+    _fail(f"{name} should raise {exception.__name__}, but raised nothing.", hint)

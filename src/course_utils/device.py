@@ -1,0 +1,41 @@
+"""Device choice: CUDA, then Apple MPS, then CPU."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+__all__ = ["get_device", "describe_device"]
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """Return the best available device.
+
+    ``prefer`` (or the environment variable ``COURSE_DEVICE``) forces one, e.g. ``"cpu"``
+    to run on the CPU even when a GPU is present.
+    """
+    forced = prefer or os.environ.get("COURSE_DEVICE")
+    if forced:
+        return torch.device(forced)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def describe_device(device: torch.device | None = None) -> str:
+    """One line saying which device, torch version and (for CPU) how many threads."""
+    device = device or get_device()
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        name = torch.cuda.get_device_name(index)
+        memory_gib = torch.cuda.get_device_properties(index).total_memory / 2**30
+        detail = f"{name}, {memory_gib:.0f} GiB"
+    elif device.type == "mps":
+        detail = "Apple Metal"
+    else:
+        detail = f"{torch.get_num_threads()} threads"
+    return f"device: {device.type} ({detail}) | torch {torch.__version__}"

@@ -1,0 +1,184 @@
+"""The ``course`` command: the instructor's tasks and the student's self-check.
+
+    course demo                 the main job: release, execute, grade a demo class
+    course release [A ...]      regenerate notebooks/ from solutions/
+    course execute [A ...]      run the solution notebooks, save executed copies
+    course grade [A ...]        autograde collected submissions (submitted/<student>/<A>/)
+    course feedback [A ...]     HTML feedback for graded submissions
+    course export               grades CSV, one column per exercise
+    course check NOTEBOOK ...   (students) run your notebook's visible tests
+    course setup-kernel         register the Jupyter kernel the notebooks use
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from course_utils.tooling.layout import KERNEL_DISPLAY_NAME, KERNEL_NAME, assignments, find_root
+
+__all__ = ["main"]
+
+
+def _names(root: Path, requested: list[str]) -> list[str]:
+    known = assignments(root)
+    unknown = [name for name in requested if name not in known]
+    if unknown:
+        raise SystemExit(f"course: no assignment {', '.join(unknown)} in {root / 'solutions'}; known: {', '.join(known)}")
+    return requested or known
+
+
+def _profile(requested: str | None) -> str:
+    from course_utils.profiles import get_profile
+
+    return requested or get_profile()
+
+
+def cmd_setup_kernel(args: argparse.Namespace) -> int:
+    subprocess.run(
+        [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME, "--display-name", KERNEL_DISPLAY_NAME],
+        check=True,
+    )
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from course_utils.tooling.release import generate_release
+
+    root = find_root()
+    generate_release(root, _names(root, args.assignments))
+    return 0
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    from course_utils.tooling.execute import execute_solutions
+
+    root = find_root()
+    profile = _profile(args.profile)
+    results = execute_solutions(root, _names(root, args.assignments), profile=profile, out_dir=root / "build" / "executed" / profile)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from course_utils.tooling.democlass import grade_demo_class
+    from course_utils.tooling.execute import execute_solutions
+    from course_utils.tooling.grading import export_grades, scores_table
+    from course_utils.tooling.release import generate_release
+
+    root = find_root()
+    names = _names(root, args.assignments)
+    profile = _profile(args.profile)
+    started = time.perf_counter()
+    print(f"== 1/3 regenerate notebooks/ from solutions/ ({len(names)} assignments)", flush=True)
+    generate_release(root, names)
+    executed_ok = True
+    if not args.no_execute:
+        out_dir = root / "build" / "executed" / profile
+        print(f"== 2/3 execute the solution notebooks in the {profile!r} profile -> {out_dir.relative_to(root)}/", flush=True)
+        executed_ok = all(r.ok for r in execute_solutions(root, names, profile=profile, out_dir=out_dir))
+    course_dir = root / "build" / "demo-class"
+    print(f"== 3/3 autograde a demo class with nbgrader (profile 'ci') in {course_dir.relative_to(root)}/", flush=True)
+    report = grade_demo_class(root, course_dir, names, with_mistakes=not args.no_mistakes)
+    print()
+    print(scores_table(report.rows, report.failed))
+    print()
+    for verdict in report.verdicts:
+        mark = "ok  " if verdict.ok else "FAIL"
+        print(f"  {mark} {verdict.assignment:<20} {verdict.student:<44} {verdict.expectation} ({verdict.detail})")
+    grades = export_grades(report.rows, course_dir / "grades.csv")
+    print(f"\ngrades: {grades.relative_to(root)}   feedback: {(course_dir / 'feedback').relative_to(root)}/")
+    print(f"main job finished in {time.perf_counter() - started:.0f} s")
+    return 0 if (executed_ok and report.ok) else 1
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from course_utils.tooling.grading import autograde, read_scores, scores_table
+
+    root = find_root()
+    failed = {}
+    for name in _names(root, args.assignments):
+        print(f"autograding {name} ...", flush=True)
+        run = autograde(root, name, args.student or None)
+        failed.update({(name, s): why for s, why in run.failed.items()})
+    print(scores_table([r for r in read_scores(root) if not args.student or r.student in args.student], failed))
+    for (name, student), why in sorted(failed.items()):
+        print(f"FAILED {student} / {name}: {why}")
+    return 0
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    from course_utils.tooling.grading import generate_feedback
+
+    root = find_root()
+    for name in _names(root, args.assignments):
+        folder = generate_feedback(root, name, args.student or None)
+    print(f"feedback written under {folder}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from course_utils.tooling.grading import export_grades, read_scores
+
+    root = find_root()
+    path = export_grades(read_scores(root), Path(args.out))
+    print(f"grades written to {path}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from course_utils.tooling.selfcheck import check_notebook, format_report
+
+    all_passed = True
+    for notebook in args.notebooks:
+        try:
+            results = check_notebook(Path(notebook), timeout=args.timeout)
+        except FileNotFoundError as error:
+            print(f"course check: {error}")
+            all_passed = False
+            continue
+        print(format_report(Path(notebook), results))
+        all_passed &= all(r.status in ("PASS", "MANUAL") for r in results)
+    return 0 if all_passed else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, handler, help_text: str, with_assignments: bool = True) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        if with_assignments:
+            sub.add_argument("assignments", nargs="*", help="assignment names (default: all)")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    add("setup-kernel", cmd_setup_kernel, f"register the Jupyter kernel {KERNEL_NAME!r} for this environment", False)
+    add("release", cmd_release, "regenerate notebooks/ (the student release) from solutions/")
+    execute = add("execute", cmd_execute, "execute the solution notebooks, saving executed copies in build/executed/<profile>/")
+    execute.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="default: COURSE_PROFILE, else by device")
+    demo = add("demo", cmd_demo, "the main job: release, execute the solutions, autograde a demo class and print the scores")
+    demo.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="profile for executing the solutions")
+    demo.add_argument("--no-execute", action="store_true", help="skip executing the solution notebooks")
+    demo.add_argument("--no-mistakes", action="store_true", help="demo class without the curated-mistake students")
+    grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
+    grade.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")
+    feedback.add_argument("--student", action="append", help="only this student (repeatable)")
+    export = add("export", cmd_export, "write grades as CSV: totals and one column per exercise", False)
+    export.add_argument("--out", default="grades.csv", help="CSV path (default grades.csv)")
+    check = add("check", cmd_check, "run your notebook top to bottom and report each exercise's visible tests", False)
+    check.add_argument("notebooks", nargs="+", help="notebook(s) to check")
+    check.add_argument("--timeout", type=int, default=120, help="seconds allowed per cell (default 120)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

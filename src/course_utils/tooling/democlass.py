@@ -1,0 +1,169 @@
+"""A generated class that proves the grading works.
+
+For each assignment the class has a student who submits the solutions, one who submits
+the untouched release, and one student per curated mistake (the solutions with that one
+answer made wrong). Grading it with real ``nbgrader autograde`` must give full marks,
+zero, and lost points in the tests each mistake names.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import nbformat
+
+from course_utils.tooling.cells import answer_cells, fill_answers, nbgrader_meta, read, solution_code
+from course_utils.tooling.grading import NotebookScore, autograde, generate_feedback, read_scores
+from course_utils.tooling.mistakes import Mistake, load_mistakes
+from course_utils.tooling.release import generate_release, prepare_scratch_course
+
+__all__ = ["DemoStudent", "Verdict", "DemoReport", "demo_students", "write_submissions", "grade_demo_class"]
+
+SOLUTION_STUDENT = "ada-solutions"
+BLANK_STUDENT = "bo-blank"
+
+
+@dataclass(frozen=True)
+class DemoStudent:
+    student_id: str
+    kind: str  # "solution", "blank" or "mistake"
+    mistake: Mistake | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One expectation about the grades, and whether it held."""
+
+    assignment: str
+    student: str
+    expectation: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class DemoReport:
+    rows: list[NotebookScore]
+    verdicts: list[Verdict] = field(default_factory=list)
+    failed: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.verdicts) and not self.failed
+
+
+def demo_students(mistakes: Sequence[Mistake]) -> list[DemoStudent]:
+    """The solution student, the blank student, and one student per mistake."""
+    students = [DemoStudent(SOLUTION_STUDENT, "solution"), DemoStudent(BLANK_STUDENT, "blank")]
+    for index, mistake in enumerate(mistakes, 1):
+        students.append(DemoStudent(f"mistake{index:02d}-{mistake.slug}", "mistake", mistake))
+    return students
+
+
+def write_submissions(course_dir: Path, assignment: str, students: Sequence[DemoStudent]) -> None:
+    """Write ``submitted/<student>/<assignment>/<notebook>.ipynb`` for every student."""
+    sources = sorted((course_dir / "solutions" / assignment).glob("*.ipynb"))
+    for student in students:
+        folder = course_dir / "submitted" / student.student_id / assignment
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+    for source_path in sources:
+        release = read(course_dir / "notebooks" / assignment / source_path.name)
+        answers = solution_code(read(source_path))
+        for student in students:
+            if student.kind == "blank":
+                submission = release
+            else:
+                student_answers = dict(answers)
+                mistake = student.mistake
+                if mistake is not None and mistake.cell in answers:
+                    student_answers[mistake.cell] = mistake.apply(answers[mistake.cell])
+                submission = fill_answers(release, student_answers)
+            nbformat.write(submission, str(course_dir / "submitted" / student.student_id / assignment / source_path.name))
+    known = {nbgrader_meta(c)["grade_id"] for p in sources for c in answer_cells(read(p))}
+    for student in students:
+        if student.mistake is not None and student.mistake.cell not in known:
+            raise KeyError(f"{assignment}: mistake {student.mistake.name!r} names cell {student.mistake.cell!r}, which is not an answer cell")
+
+
+def _verdicts(assignment: str, students: Sequence[DemoStudent], rows: Sequence[NotebookScore]) -> list[Verdict]:
+    by_student: dict[str, list[NotebookScore]] = {}
+    for row in rows:
+        if row.assignment == assignment:
+            by_student.setdefault(row.student, []).append(row)
+    verdicts = []
+    for student in students:
+        graded = by_student.get(student.student_id)
+        if not graded:
+            verdicts.append(Verdict(assignment, student.student_id, "is graded", False, "no grades in the gradebook"))
+            continue
+        cells = {gid: cell for row in graded for gid, cell in row.cells.items()}
+        auto = {gid: c for gid, c in cells.items() if not c.needs_manual_grade}
+        score = sum(c.score for c in auto.values())
+        best = sum(c.max_score for c in auto.values())
+        if student.kind == "solution":
+            lost = [gid for gid, c in auto.items() if c.score < c.max_score]
+            verdicts.append(Verdict(assignment, student.student_id, "solutions score full marks", not lost,
+                                    f"{score:g}/{best:g}" + (f"; lost points in {lost}" if lost else "")))
+        elif student.kind == "blank":
+            scored = [gid for gid, c in auto.items() if c.score > 0]
+            verdicts.append(Verdict(assignment, student.student_id, "blank release scores zero", not scored,
+                                    f"{score:g}/{best:g}" + (f"; scored in {scored}" if scored else "")))
+        else:
+            mistake = student.mistake
+            assert mistake is not None
+            missing = [gid for gid in mistake.rejected_by if gid not in cells]
+            kept = [gid for gid in mistake.rejected_by if gid in cells and cells[gid].score >= cells[gid].max_score]
+            ok = not missing and not kept
+            detail = f"{score:g}/{best:g}"
+            if missing:
+                detail += f"; no test cell {missing}"
+            if kept:
+                detail += f"; full marks kept in {kept}"
+            verdicts.append(Verdict(assignment, student.student_id, f"rejected: {mistake.name}", ok, detail))
+    return verdicts
+
+
+def grade_demo_class(
+    root: Path,
+    course_dir: Path,
+    assignments: Sequence[str],
+    *,
+    with_mistakes: bool = True,
+    feedback: bool = True,
+    verbose: bool = True,
+    fresh: bool = True,
+) -> DemoReport:
+    """Build the demo class in ``course_dir``, autograde it and check the grades."""
+    if fresh and course_dir.exists():
+        shutil.rmtree(course_dir)
+    prepare_scratch_course(root, course_dir, assignments)
+    generate_release(course_dir, assignments, verbose=verbose)
+    report = DemoReport(rows=[])
+    class_lists = {}
+    for name in assignments:
+        mistakes = load_mistakes(root, name) if with_mistakes else []
+        students = demo_students(mistakes)
+        class_lists[name] = students
+        write_submissions(course_dir, name, students)
+    for index, name in enumerate(assignments, 1):
+        students = class_lists[name]
+        started = time.perf_counter()
+        if verbose:
+            print(f"[autograde {index}/{len(assignments)}] {name}: {len(students)} students ...", end="", flush=True)
+        run = autograde(course_dir, name)
+        for student in run.failed:
+            report.failed[(name, student)] = run.failed[student]
+        if feedback:
+            generate_feedback(course_dir, name)
+        if verbose:
+            print(f" done ({time.perf_counter() - started:.1f} s)", flush=True)
+    report.rows = read_scores(course_dir)
+    for name in assignments:
+        report.verdicts.extend(_verdicts(name, class_lists[name], report.rows))
+    return report
