@@ -12,7 +12,7 @@ from nbformat import NotebookNode
 __all__ = [
     "nbgrader_meta",
     "answer_cells",
-    "test_cells",
+    "grading_cells",
     "strip_solution_markers",
     "solution_code",
     "fill_answers",
@@ -31,14 +31,14 @@ def nbgrader_meta(cell: NotebookNode) -> dict:
 
 
 def answer_cells(nb: NotebookNode) -> Iterator[NotebookNode]:
-    """Code cells a student writes in (nbgrader ``solution`` cells)."""
+    """Cells a student writes in: code answer cells and manually graded written answers."""
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
-        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+        if meta.get("solution") and (cell.cell_type == "markdown" or not meta.get("grade")):
             yield cell
 
 
-def test_cells(nb: NotebookNode) -> Iterator[NotebookNode]:
+def grading_cells(nb: NotebookNode) -> Iterator[NotebookNode]:
     """Autograded test cells (code cells with ``grade`` and points)."""
     for cell in nb.cells:
         meta = nbgrader_meta(cell)

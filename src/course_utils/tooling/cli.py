@@ -79,9 +79,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         out_dir = root / "build" / "executed" / profile
         print(f"== 2/3 execute the solution notebooks in the {profile!r} profile -> {out_dir.relative_to(root)}/", flush=True)
         executed_ok = all(r.ok for r in execute_solutions(root, names, profile=profile, out_dir=out_dir))
-    course_dir = root / "build" / "demo-class"
-    print(f"== 3/3 autograde a demo class with nbgrader (profile 'ci') in {course_dir.relative_to(root)}/", flush=True)
-    report = grade_demo_class(root, course_dir, names, with_mistakes=not args.no_mistakes)
+    course_dir = (root / args.class_dir).resolve()
+    print(f"== 3/3 autograde a demo class with nbgrader (profile 'ci') in {course_dir}/", flush=True)
+    report = grade_demo_class(root, course_dir, names, with_mistakes=not args.no_mistakes, isolated=args.all_mistakes)
     print()
     print(scores_table(report.rows, report.failed))
     print()
@@ -89,7 +89,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         mark = "ok  " if verdict.ok else "FAIL"
         print(f"  {mark} {verdict.assignment:<20} {verdict.student:<44} {verdict.expectation} ({verdict.detail})")
     grades = export_grades(report.rows, course_dir / "grades.csv")
-    print(f"\ngrades: {grades.relative_to(root)}   feedback: {(course_dir / 'feedback').relative_to(root)}/")
+    print(f"\ngrades: {grades}   feedback: {course_dir / 'feedback'}/")
     print(f"main job finished in {time.perf_counter() - started:.0f} s")
     return 0 if (executed_ok and report.ok) else 1
 
@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="profile for executing the solutions")
     demo.add_argument("--no-execute", action="store_true", help="skip executing the solution notebooks")
     demo.add_argument("--no-mistakes", action="store_true", help="demo class without the curated-mistake students")
+    demo.add_argument("--all-mistakes", action="store_true", help="one student per curated mistake (as the tests do)")
+    demo.add_argument("--class-dir", default="build/demo-class", help="scratch course for the demo class (default build/demo-class)")
     grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
     grade.add_argument("--student", action="append", help="grade only this student (repeatable)")
     feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")

@@ -1,9 +1,9 @@
 """A generated class that proves the grading works.
 
 For each assignment the class has a student who submits the solutions, one who submits
-the untouched release, and one student per curated mistake (the solutions with that one
-answer made wrong). Grading it with real ``nbgrader autograde`` must give full marks,
-zero, and lost points in the tests each mistake names.
+the untouched release, and students whose answers hold the curated mistakes (the
+solutions with wrong answers put in). Grading it with real ``nbgrader autograde`` must
+give full marks, zero, and lost points in the tests each mistake names.
 """
 
 from __future__ import annotations
@@ -12,26 +12,31 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import nbformat
 
 from course_utils.tooling.cells import answer_cells, fill_answers, nbgrader_meta, read, solution_code
 from course_utils.tooling.grading import NotebookScore, autograde, generate_feedback, read_scores
 from course_utils.tooling.mistakes import Mistake, load_mistakes
+from course_utils.tooling.nbgrader_runner import NbgraderError
 from course_utils.tooling.release import generate_release, prepare_scratch_course
 
 __all__ = ["DemoStudent", "Verdict", "DemoReport", "demo_students", "write_submissions", "grade_demo_class"]
 
 SOLUTION_STUDENT = "ada-solutions"
 BLANK_STUDENT = "bo-blank"
+MISTAKES_STUDENT = "cy-mistakes"
 
 
 @dataclass(frozen=True)
 class DemoStudent:
+    """A generated student: ``kind`` is "solution", "blank" or "mistake"; a mistake student
+    submits the solutions with each of ``mistakes`` made (at most one per answer cell)."""
+
     student_id: str
-    kind: str  # "solution", "blank" or "mistake"
-    mistake: Mistake | None = None
+    kind: str
+    mistakes: tuple[Mistake, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,22 @@ class DemoReport:
         return all(v.ok for v in self.verdicts) and not self.failed
 
 
-def demo_students(mistakes: Sequence[Mistake]) -> list[DemoStudent]:
-    """The solution student, the blank student, and one student per mistake."""
-    students = [DemoStudent(SOLUTION_STUDENT, "solution"), DemoStudent(BLANK_STUDENT, "blank")]
-    for index, mistake in enumerate(mistakes, 1):
-        students.append(DemoStudent(f"mistake{index:02d}-{mistake.slug}", "mistake", mistake))
+def demo_students(mistakes: Sequence[Mistake], *, isolated: bool = False, baseline: bool = True) -> list[DemoStudent]:
+    """The solution student, the blank student, and the mistakes.
+
+    ``isolated=False`` (the demo): one student holding the first mistake of every exercise.
+    ``isolated=True`` (the tests): one student per mistake, so each test cell is shown to
+    reject each mistake on its own, with every other answer right.
+    """
+    students = [DemoStudent(SOLUTION_STUDENT, "solution"), DemoStudent(BLANK_STUDENT, "blank")] if baseline else []
+    if isolated:
+        for index, mistake in enumerate(mistakes, 1):
+            students.append(DemoStudent(f"mistake{index:02d}-{mistake.slug}", "mistake", (mistake,)))
+    elif mistakes:
+        first_per_cell = {}
+        for mistake in mistakes:
+            first_per_cell.setdefault(mistake.cell, mistake)
+        students.append(DemoStudent(MISTAKES_STUDENT, "mistake", tuple(first_per_cell.values())))
     return students
 
 
@@ -80,15 +96,16 @@ def write_submissions(course_dir: Path, assignment: str, students: Sequence[Demo
                 submission = release
             else:
                 student_answers = dict(answers)
-                mistake = student.mistake
-                if mistake is not None and mistake.cell in answers:
-                    student_answers[mistake.cell] = mistake.apply(answers[mistake.cell])
+                for mistake in student.mistakes:
+                    if mistake.cell in answers:
+                        student_answers[mistake.cell] = mistake.apply(answers[mistake.cell])
                 submission = fill_answers(release, student_answers)
             nbformat.write(submission, str(course_dir / "submitted" / student.student_id / assignment / source_path.name))
     known = {nbgrader_meta(c)["grade_id"] for p in sources for c in answer_cells(read(p))}
     for student in students:
-        if student.mistake is not None and student.mistake.cell not in known:
-            raise KeyError(f"{assignment}: mistake {student.mistake.name!r} names cell {student.mistake.cell!r}, which is not an answer cell")
+        for mistake in student.mistakes:
+            if mistake.cell not in known:
+                raise KeyError(f"{assignment}: mistake {mistake.name!r} names cell {mistake.cell!r}, which is not an answer cell")
 
 
 def _verdicts(assignment: str, students: Sequence[DemoStudent], rows: Sequence[NotebookScore]) -> list[Verdict]:
@@ -115,17 +132,16 @@ def _verdicts(assignment: str, students: Sequence[DemoStudent], rows: Sequence[N
             verdicts.append(Verdict(assignment, student.student_id, "blank release scores zero", not scored,
                                     f"{score:g}/{best:g}" + (f"; scored in {scored}" if scored else "")))
         else:
-            mistake = student.mistake
-            assert mistake is not None
-            missing = [gid for gid in mistake.rejected_by if gid not in cells]
-            kept = [gid for gid in mistake.rejected_by if gid in cells and cells[gid].score >= cells[gid].max_score]
-            ok = not missing and not kept
+            targets = sorted({gid for mistake in student.mistakes for gid in mistake.rejected_by})
+            missing = [gid for gid in targets if gid not in cells]
+            kept = [gid for gid in targets if gid in cells and cells[gid].score >= cells[gid].max_score]
             detail = f"{score:g}/{best:g}"
             if missing:
                 detail += f"; no test cell {missing}"
             if kept:
                 detail += f"; full marks kept in {kept}"
-            verdicts.append(Verdict(assignment, student.student_id, f"rejected: {mistake.name}", ok, detail))
+            what = "; ".join(m.name for m in student.mistakes)
+            verdicts.append(Verdict(assignment, student.student_id, f"rejected: {what}", not missing and not kept, detail))
     return verdicts
 
 
@@ -135,11 +151,19 @@ def grade_demo_class(
     assignments: Sequence[str],
     *,
     with_mistakes: bool = True,
+    isolated: bool = False,
+    baseline: bool = True,
+    mistake_filter: Callable[[int, Mistake], bool] | None = None,
     feedback: bool = True,
     verbose: bool = True,
     fresh: bool = True,
 ) -> DemoReport:
-    """Build the demo class in ``course_dir``, autograde it and check the grades."""
+    """Build the demo class in ``course_dir``, autograde it and check the grades.
+
+    ``isolated`` gives every mistake its own student; ``mistake_filter(index, mistake)``
+    keeps only some, and ``baseline=False`` leaves out the solution and blank students
+    (the tests split one assignment's class across workers with these).
+    """
     if fresh and course_dir.exists():
         shutil.rmtree(course_dir)
     prepare_scratch_course(root, course_dir, assignments)
@@ -148,7 +172,9 @@ def grade_demo_class(
     class_lists = {}
     for name in assignments:
         mistakes = load_mistakes(root, name) if with_mistakes else []
-        students = demo_students(mistakes)
+        if mistake_filter is not None:
+            mistakes = [m for i, m in enumerate(mistakes) if mistake_filter(i, m)]
+        students = demo_students(mistakes, isolated=isolated, baseline=baseline)
         class_lists[name] = students
         write_submissions(course_dir, name, students)
     for index, name in enumerate(assignments, 1):
@@ -160,7 +186,10 @@ def grade_demo_class(
         for student in run.failed:
             report.failed[(name, student)] = run.failed[student]
         if feedback:
-            generate_feedback(course_dir, name)
+            try:
+                generate_feedback(course_dir, name)
+            except NbgraderError as error:
+                print(f"\n  feedback for {name} failed: {error}", flush=True)
         if verbose:
             print(f" done ({time.perf_counter() - started:.1f} s)", flush=True)
     report.rows = read_scores(course_dir)

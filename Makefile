@@ -1,0 +1,50 @@
+# Attention & Transformers — one command sets up and runs the main job, one runs the tests.
+#
+#   make demo    create .venv, install, register the kernel, then run the main job
+#   make test    the whole test suite (ci profile)
+#
+# TORCH_SPEC pins the CPU wheel that CI installs fast; a torch already in the environment
+# (e.g. a CUDA build from environment.yml) is kept as it is.
+
+PYTHON     ?= $(shell command -v python3.11 || command -v python3)
+VENV       ?= .venv
+BIN        := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_WORKERS ?= 2
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: all setup demo release execute test test-fast lab clean
+
+all: demo
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/course setup-kernel
+	touch $@
+
+demo: setup
+	$(BIN)/course demo
+
+release: setup
+	$(BIN)/course release
+
+execute: setup
+	$(BIN)/course execute
+
+test: setup
+	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
+		--nbval-lax --nbval-kernel-name attention-course tests solutions
+
+# unit tests only: seconds
+test-fast: setup
+	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow" tests
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/
+
+clean:
+	rm -rf build submitted autograded feedback gradebook.db

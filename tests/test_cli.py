@@ -1,0 +1,91 @@
+"""The `course` command end to end: the student's check and the main job on notebook 00."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from course_utils.tooling.cells import fill_answers, read, solution_code
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def course(*args, cwd=ROOT, env=None):
+    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_help_lists_the_instructor_and_student_commands():
+    result = course("--help")
+    assert result.returncode == 0
+    for command in ("demo", "release", "execute", "grade", "feedback", "export", "check"):
+        assert command in result.stdout
+
+
+def test_unknown_assignment_is_a_clear_error():
+    result = course("release", "99_nope")
+    assert result.returncode != 0
+    assert "no assignment 99_nope" in result.stderr and "00_welcome" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def welcome_submissions(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("check")
+    release = read(ROOT / "notebooks" / "00_welcome" / "00_welcome.ipynb")
+    answers = solution_code(read(ROOT / "solutions" / "00_welcome" / "00_welcome.ipynb"))
+    wrong = {"count_parameters": answers["count_parameters"].replace("p.numel()", "1")}
+    paths = {"blank": folder / "blank.ipynb", "right": folder / "right.ipynb", "wrong": folder / "wrong.ipynb"}
+    nbformat.write(release, str(paths["blank"]))
+    nbformat.write(fill_answers(release, answers), str(paths["right"]))
+    nbformat.write(fill_answers(release, wrong), str(paths["wrong"]))
+    return paths
+
+
+def test_check_passes_a_right_answer(welcome_submissions):
+    result = course("check", str(welcome_submissions["right"]))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS   test_count_parameters" in result.stdout
+    assert "visible tests: 2 / 2 points" in result.stdout
+
+
+def test_check_reports_blank_and_wrong_answers(welcome_submissions):
+    blank = course("check", str(welcome_submissions["blank"]))
+    assert blank.returncode == 1 and "TODO" in blank.stdout and "not attempted" in blank.stdout
+    wrong = course("check", str(welcome_submissions["wrong"]))
+    assert wrong.returncode == 1
+    assert "FAIL   test_count_parameters" in wrong.stdout and "CheckFailed" in wrong.stdout and "Hint:" in wrong.stdout
+
+
+def test_check_on_a_missing_notebook_says_so():
+    result = course("check", "no/such/notebook.ipynb")
+    assert result.returncode == 1 and "no notebook at" in result.stdout
+
+
+def test_main_job_on_notebook_00(tmp_path):
+    """`course demo` in a copy of the course: release, execute, grade, table, CSV, feedback."""
+    for path in ("solutions/00_welcome", "tests/mistakes/00_welcome.py", "nbgrader_config.py"):
+        source, target = ROOT / path, tmp_path / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
+    import os
+
+    env = dict(os.environ, COURSE_ROOT=str(tmp_path))
+    result = course("demo", "00_welcome", "--profile", "ci", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "[execute 1/1] 00_welcome/00_welcome.ipynb (profile ci) ... ok" in out
+    assert "ada-solutions" in out and "2 / 2" in out and "bo-blank" in out and "cy-mistakes" in out
+    assert "FAIL" not in out
+    assert (tmp_path / "notebooks" / "00_welcome" / "00_welcome.ipynb").is_file()
+    assert (tmp_path / "build" / "executed" / "ci" / "00_welcome" / "00_welcome.ipynb").is_file()
+    with (tmp_path / "build" / "demo-class" / "grades.csv").open() as handle:
+        grades = {row["student"]: row for row in csv.DictReader(handle)}
+    assert grades["ada-solutions"]["score"] == "2" and grades["bo-blank"]["score"] == "0"
+    assert list((tmp_path / "build" / "demo-class" / "feedback").rglob("*.html"))

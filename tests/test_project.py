@@ -1,0 +1,103 @@
+"""The repository keeps its promises: layout, README quick start, environment files, notebook structure."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import nbformat
+import pytest
+import yaml
+
+from course_utils.tooling.cells import answer_cells, nbgrader_meta, grading_cells
+from course_utils.tooling.layout import KERNEL_NAME
+
+from conftest import ROOT, assignment_names
+
+
+def test_layout():
+    for path in ["notebooks", "solutions", "src/course_utils", "tests", "environment.yml", "README.md",
+                 "pyproject.toml", "nbgrader_config.py", "Makefile", ".ci/run"]:
+        assert (ROOT / path).exists(), path
+
+
+def _quick_start_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1]
+    block = re.search(r"```[a-z]*\n(.*?)```", section, re.S).group(1)
+    return [line for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def test_readme_quick_start_has_exactly_two_commands():
+    commands = _quick_start_commands()
+    assert len(commands) == 2, commands
+    assert commands == ["make demo", "make test"]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert _quick_start_commands()[1] in ci
+
+
+def _requirement_name(spec: str) -> str:
+    return re.split(r"[<>=!~ \[]", spec.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_lists_the_same_packages_as_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {_requirement_name(s) for s in project["dependencies"]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda = {_requirement_name(s) for s in env["dependencies"] if isinstance(s, str)}
+    conda = {"torch" if name in {"pytorch", "pytorch-gpu"} else name for name in conda} - {"python", "pip"}
+    assert conda == wanted
+    pip_lines = [line for entry in env["dependencies"] if isinstance(entry, dict) for line in entry.get("pip", [])]
+    assert any(".[dev]" in line for line in pip_lines), "environment.yml must install the package with its dev extra"
+    assert any("gpu" in s for s in env["dependencies"] if isinstance(s, str)), "environment.yml asks for a GPU build"
+
+
+def test_nbgrader_config_has_what_grading_needs():
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config: Config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert config.CourseDirectory.source_directory == "solutions"
+    assert config.CourseDirectory.release_directory == "notebooks"
+    assert config.CourseDirectory.course_id
+    assert config.IgnorePattern.enabled is True
+    assert re.search(config.IgnorePattern.pattern, "UserWarning: something harmless")
+    assert not re.search(config.IgnorePattern.pattern, "Traceback (most recent call last)")
+    assert config.OverwriteCells.add_missing_cells is True
+    assert config.Execute.timeout >= 60
+
+
+@pytest.mark.parametrize("assignment", assignment_names())
+def test_solution_notebook_structure(assignment):
+    paths = sorted((ROOT / "solutions" / assignment).glob("*.ipynb"))
+    assert [p.stem for p in paths] == [assignment], "one notebook per assignment, named like its folder"
+    nb = nbformat.read(str(paths[0]), as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == KERNEL_NAME
+    ids = [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c)]
+    assert len(ids) == len(set(ids)), "grade_ids must be unique"
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta:
+            assert meta["schema_version"] == 3
+            if meta["grade"]:
+                assert meta["points"] > 0
+    tests = list(grading_cells(nb))
+    assert tests, "an assignment needs autograded tests"
+    for cell in tests:
+        grade_id = nbgrader_meta(cell)["grade_id"]
+        assert "### BEGIN HIDDEN TESTS" in cell.source, f"{grade_id} has no hidden tests"
+        assert "### BEGIN SOLUTION" not in cell.source
+    for cell in answer_cells(nb):
+        if cell.cell_type == "code":
+            assert "### BEGIN SOLUTION" in cell.source, f"{nbgrader_meta(cell)['grade_id']} has no solution block"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## Recap" in markdown and "## References" in markdown
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "start(seed=" in code, "the notebook starts with course_utils.session.start"
+    if assignment != "00_welcome":
+        assert len(tests) >= 4, "at least four autograded exercises"
+        assert code.count("plt.show()") + code.count("plot_") >= 2, "at least two figures"

@@ -1,0 +1,104 @@
+"""The pieces of the grading pipeline that need no kernel: cells, mistakes, tables, CSV."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from course_utils.tooling.cells import answer_cells, fill_answers, solution_code, strip_solution_markers, grading_cells
+from course_utils.tooling.grading import CellScore, NotebookScore, export_grades, scores_table
+from course_utils.tooling.mistakes import Mistake, load_mistakes
+
+from conftest import ROOT, assignment_names
+
+
+def _meta(grade_id, grade, solution, points=None):
+    meta = {"schema_version": 3, "grade": grade, "solution": solution, "locked": grade and not solution, "grade_id": grade_id}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def _notebook():
+    return new_notebook(cells=[
+        new_markdown_cell("# title"),
+        new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n", metadata=_meta("f", False, True)),
+        new_code_cell("assert f(1) == 2", metadata=_meta("test_f", True, False, 1)),
+        new_markdown_cell("### BEGIN SOLUTION\nBecause.\n### END SOLUTION", metadata=_meta("why", True, True, 1)),
+    ])
+
+
+def test_strip_solution_markers_keeps_the_code_and_indentation():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    y = 2 * x\n    return y\n    ### END SOLUTION\n"
+    assert strip_solution_markers(source) == "def f(x):\n    y = 2 * x\n    return y\n"
+
+
+def test_cells_are_classified():
+    nb = _notebook()
+    assert [c.metadata.nbgrader.grade_id for c in answer_cells(nb)] == ["f", "why"]
+    assert [c.metadata.nbgrader.grade_id for c in grading_cells(nb)] == ["test_f"]
+    assert solution_code(nb) == {"f": "def f(x):\n    return 2 * x\n", "why": "Because.\n"}
+
+
+def test_fill_answers_replaces_only_named_cells_and_rejects_unknown():
+    nb = _notebook()
+    filled = fill_answers(nb, {"f": "def f(x):\n    return 3 * x\n"})
+    assert filled.cells[1].source == "def f(x):\n    return 3 * x\n"
+    assert nb.cells[1].source.startswith("def f(x):\n    ### BEGIN")  # the original is untouched
+    with pytest.raises(KeyError, match="nope"):
+        fill_answers(nb, {"nope": ""})
+
+
+def test_mistake_apply_and_its_guards():
+    mistake = Mistake(cell="f", name="triples", rejected_by=("test_f",), replace=(("2 * x", "3 * x"),))
+    assert mistake.apply("return 2 * x") == "return 3 * x"
+    assert mistake.slug == "triples"
+    with pytest.raises(ValueError, match="is not in the solution"):
+        mistake.apply("return x + x")
+    same = Mistake(cell="f", name="no-op", rejected_by=("test_f",), replace=(("x", "x"),))
+    with pytest.raises(ValueError, match="unchanged"):
+        same.apply("return x")
+    assert Mistake(cell="f", name="whole", rejected_by=(), source="pass").apply("anything") == "pass"
+
+
+@pytest.mark.parametrize("assignment", assignment_names())
+def test_every_curated_mistake_applies_to_its_solution(assignment):
+    """Each mistake names a real answer cell and real test cells, and changes the answer."""
+    from course_utils.tooling.cells import read
+
+    source = read(next((ROOT / "solutions" / assignment).glob("*.ipynb")))
+    answers = solution_code(source)
+    tests = {c.metadata.nbgrader.grade_id for c in grading_cells(source)}
+    for mistake in load_mistakes(ROOT, assignment):
+        assert mistake.cell in answers, f"{mistake.name}: no answer cell {mistake.cell}"
+        assert set(mistake.rejected_by) <= tests and mistake.rejected_by, f"{mistake.name}: unknown test cells"
+        assert mistake.apply(answers[mistake.cell]) != answers[mistake.cell]
+
+
+def _rows():
+    def row(student, a, b):
+        r = NotebookScore(student, "03_x", "03_x")
+        r.cells = {"t1": CellScore("t1", a, 2, False), "t2": CellScore("t2", b, 3, False), "w": CellScore("w", 0, 2, True)}
+        return r
+
+    return [row("ada", 2, 3), row("bo", 0, 0)]
+
+
+def test_scores_table_and_failed_students():
+    table = scores_table(_rows(), failed={("03_x", "cy"): "kernel died"})
+    lines = table.splitlines()
+    assert lines[0].split() == ["student", "03_x"]
+    assert "5 / 5 (+1 manual)" in lines[2] and lines[2].startswith("ada")
+    assert lines[4].split() == ["cy", "FAILED"]
+
+
+def test_export_has_totals_and_one_column_per_exercise(tmp_path):
+    path = export_grades(_rows(), tmp_path / "grades.csv")
+    with path.open() as handle:
+        records = list(csv.DictReader(handle))
+    assert [r["student"] for r in records] == ["ada", "bo"]
+    assert records[0]["score"] == "5" and records[0]["max_score"] == "7"
+    assert records[0]["03_x:t2"] == "3" and records[1]["03_x:t1"] == "0"
+    assert records[0]["needs_manual_grade"] == "w"
