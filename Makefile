@@ -36,7 +36,7 @@ execute: setup
 	$(BIN)/course execute
 
 test: setup
-	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
+	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup \
 		--nbval-lax --nbval-kernel-name attention-course tests solutions
 
 # unit tests only: seconds

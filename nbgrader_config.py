@@ -37,3 +37,11 @@ c.IgnorePattern.pattern = r"(Warning|warnings\.warn|it/s\]|s/it\]|\d+%\|)"
 # A test cell the student deleted comes back from the source and is graded (score 0 if
 # the exercise is not done) instead of going to manual grading.
 c.OverwriteCells.add_missing_cells = True
+
+# Feedback shows which exercises passed and failed with the tests' messages, but not the
+# hidden tests' source or tracebacks (nbgrader's default feedback shows both).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "course_utils.tooling.feedback.HideHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -96,16 +96,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import autograde, read_scores, scores_table
+    from course_utils.tooling.parallel import autograde_parallel, default_workers
+    from course_utils.tooling.submissions import format_problems, inspect_submissions
 
     root = find_root()
-    failed = {}
+    workers = args.workers or default_workers()
+    failed: dict[tuple[str, str], str] = {}
+    started = time.perf_counter()
     for name in _names(root, args.assignments):
-        print(f"autograding {name} ...", flush=True)
-        run = autograde(root, name, args.student or None)
+        problems = inspect_submissions(root, name, args.student)
+        if problems:
+            print(f"{name}: problems found in the submissions\n{format_problems(problems)}", flush=True)
+        blocked = {p.student for p in problems if p.blocking}
+        failed.update({(name, p.student): p.problem for p in problems if p.blocking})
+        everyone = sorted(p.parent.name for p in (root / "submitted").glob(f"*/{name}") if p.is_dir())
+        students = [s for s in everyone if (not args.student or s in args.student) and s not in blocked]
+        if not students:
+            print(f"{name}: no submissions to grade", flush=True)
+            continue
+        print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
+        if workers > 1:
+            run = autograde_parallel(root, name, students, workers=workers)
+        else:
+            run = autograde(root, name, students)
         failed.update({(name, s): why for s, why in run.failed.items()})
-    print(scores_table([r for r in read_scores(root) if not args.student or r.student in args.student], failed))
-    for (name, student), why in sorted(failed.items()):
-        print(f"FAILED {student} / {name}: {why}")
+    rows = [r for r in read_scores(root) if (r.assignment, r.student) not in failed]
+    if args.student:
+        rows = [r for r in rows if r.student in args.student]
+    print(scores_table(rows, failed))
+    if failed:
+        print(f"\n{len(failed)} submission(s) could not be graded:")
+        for (name, student), why in sorted(failed.items()):
+            print(f"  FAILED {student} / {name}: {why}")
+    print(f"graded in {time.perf_counter() - started:.0f} s")
     return 0
 
 
@@ -167,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--class-dir", default="build/demo-class", help="scratch course for the demo class (default build/demo-class)")
     grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
     grade.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    grade.add_argument("--workers", type=int, help="students graded at once (default: one per core; 1 = serial nbgrader)")
     feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")
     feedback.add_argument("--student", action="append", help="only this student (repeatable)")
     export = add("export", cmd_export, "write grades as CSV: totals and one column per exercise", False)

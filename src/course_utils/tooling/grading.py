@@ -15,6 +15,7 @@ __all__ = [
     "NotebookScore",
     "GradingRun",
     "autograde",
+    "failed_students",
     "read_scores",
     "scores_table",
     "export_grades",
@@ -65,7 +66,19 @@ class GradingRun:
     log: str
 
 
-_FAILED_STUDENT = re.compile(r"There was an error processing assignment: \S*/submitted/(?P<student>[^/\s]+)/")
+_FAILED_STUDENT = re.compile(r"There was an error processing assignment '[^']*' for student '(?P<student>[^']+)'")
+_DEAD_KERNEL = re.compile(r"DeadKernelError|Kernel died|kernel .*(died|restarted)", re.I)
+_TIMEOUT = re.compile(r"UnresponsiveKernelError|the kernel became unresponsive", re.I)
+
+
+def failed_students(log: str) -> dict[str, str]:
+    """``student -> reason`` for every submission an nbgrader log says it could not grade."""
+    reason = "nbgrader could not grade this submission"
+    if _DEAD_KERNEL.search(log):
+        reason = "the kernel died while running the notebook (e.g. os._exit, a segfault, out of memory)"
+    elif _TIMEOUT.search(log):
+        reason = "the kernel stopped responding and could not be interrupted"
+    return {match.group("student"): reason for match in _FAILED_STUDENT.finditer(log)}
 
 
 def autograde(
@@ -85,8 +98,7 @@ def autograde(
         result = run_nbgrader(args, course_dir, profile=profile, check=False)
         returncode = returncode or result.returncode
         log += result.stdout + result.stderr
-    failed = {match.group("student"): "nbgrader could not grade this submission" for match in _FAILED_STUDENT.finditer(log)}
-    return GradingRun(assignment, returncode, failed, log)
+    return GradingRun(assignment, returncode, failed_students(log), log)
 
 
 def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookScore]:

@@ -1,0 +1,100 @@
+"""Autograde a class on every core, with grades equal to a serial run.
+
+nbgrader grades serially and its sqlite gradebook is not safe for concurrent writers.
+So the work is split in two phases:
+
+1. **execute** (parallel): each student is graded by ``nbgrader autograde`` in a private
+   scratch course — a copy of the course's gradebook, the assignment's source and that
+   student's submission — one process per student, ``workers`` at a time. A student whose
+   grading fails there fails alone.
+2. **record** (serial, no kernels): the executed notebooks are handed to one
+   ``nbgrader autograde`` in the real course with ``Execute`` and ``ClearOutput``
+   disabled, which restores the test cells from the gradebook, reads the outputs, and
+   writes the grades and ``autograded/`` exactly as a serial run would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+from course_utils.tooling.grading import GradingRun, failed_students
+from course_utils.tooling.nbgrader_runner import run_nbgrader, write_course_config
+
+__all__ = ["autograde_parallel", "default_workers"]
+
+
+def default_workers() -> int:
+    """One worker per core (``os.sched_getaffinity`` where it exists)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS
+        return max(1, os.cpu_count() or 1)
+
+
+def _grade_one(course_dir: Path, scratch_root: Path, assignment: str, student: str, profile: str) -> tuple[str, Path | None, str]:
+    scratch = scratch_root / student
+    write_course_config(scratch, course_dir / "nbgrader_config.py")
+    shutil.copy2(course_dir / "gradebook.db", scratch / "gradebook.db")
+    shutil.copytree(course_dir / "solutions" / assignment, scratch / "solutions" / assignment)
+    shutil.copytree(course_dir / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
+    result = run_nbgrader(["autograde", assignment, f"--student={student}", "--force"], scratch, profile=profile, check=False)
+    log = result.stdout + result.stderr
+    executed = scratch / "autograded" / student / assignment
+    if result.returncode != 0 or not executed.is_dir():
+        return student, None, log
+    return student, executed, log
+
+
+def autograde_parallel(
+    course_dir: Path,
+    assignment: str,
+    students: Sequence[str] | None = None,
+    *,
+    workers: int | None = None,
+    profile: str = "ci",
+) -> GradingRun:
+    """Grade ``assignment`` for all (or the given) students of ``course_dir`` in parallel."""
+    submitted = course_dir / "submitted"
+    everyone = sorted(p.parent.name for p in submitted.glob(f"*/{assignment}") if p.is_dir())
+    students = [s for s in everyone if not students or s in students]
+    workers = workers or default_workers()
+    failed: dict[str, str] = {}
+    logs: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="course-grade-", dir=course_dir) as scratch_name:
+        scratch_root = Path(scratch_name)
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # threads only wait on subprocesses
+            results = list(pool.map(lambda s: _grade_one(course_dir, scratch_root, assignment, s, profile), students))
+        staging = scratch_root / "_executed"
+        for student, executed, log in results:
+            logs.append(log)
+            if executed is None:
+                failed.update(failed_students(log) or {student: "nbgrader could not grade this submission"})
+                continue
+            target = staging / student / assignment
+            shutil.copytree(executed, target)
+            timestamp = submitted / student / assignment / "timestamp.txt"
+            if timestamp.is_file():
+                shutil.copy2(timestamp, target / "timestamp.txt")
+        graded = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
+        returncode = 1 if failed else 0
+        if graded:
+            record = run_nbgrader(
+                [
+                    "autograde", assignment, "--force",
+                    f"--CourseDirectory.submitted_directory={staging}",
+                    "--Execute.enabled=False",
+                    "--ClearOutput.enabled=False",
+                ],
+                course_dir,
+                profile=profile,
+                check=False,
+            )
+            logs.append(record.stdout + record.stderr)
+            failed.update({s: why for s, why in failed_students(record.stdout + record.stderr).items() if s not in failed})
+            returncode = returncode or record.returncode
+    return GradingRun(assignment, returncode, failed, "\n".join(logs))
