@@ -93,3 +93,13 @@ def test_substitute_restores_names_even_after_failure():
             assert namespace == {"f": "reference", "g": "new"}
             raise RuntimeError
     assert namespace == {"f": "mine"}
+
+
+def test_infinities_must_match_exactly():
+    expected = torch.tensor([[0.0, float("-inf")], [0.0, 0.0]])
+    check_close(torch.tensor([[0.0, float("-inf")], [0.0, 0.0]]), expected, "mask")
+    for wrong in (torch.zeros(2, 2), torch.tensor([[0.0, float("inf")], [0.0, 0.0]]), torch.tensor([[0.0, -1e9], [0.0, 0.0]])):
+        with pytest.raises(CheckFailed, match=r"at index \(0, 1\), but should have -inf"):
+            check_close(wrong, expected, "mask")
+    with pytest.raises(CheckFailed, match="contains inf"):
+        check_close(torch.tensor([float("inf"), 1.0]), torch.tensor([2.0, 1.0]), "x")

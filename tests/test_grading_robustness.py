@@ -99,7 +99,7 @@ def _grades(course: Path) -> dict[str, float]:
             if row.assignment == A and TEST in row.cells}
 
 
-def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str]) -> dict[str, float]:
+def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str], notes: bool = True) -> dict[str, float]:
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     grades = _grades(course)
@@ -111,7 +111,7 @@ def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str])
             assert f"FAILED {student} / {A}" in out, f"{student} should be reported as failed:\n{out}"
         else:
             assert grades.get(student) == expected, f"{student}: expected {expected}, got {grades.get(student)}\n{out}"
-        if words:
+        if words and (notes or expected == "FAILED"):
             line = next((l for l in out.splitlines() if f" {student} / {A}" in l and words in l), None)
             assert line, f"the report should say {words!r} for {student}:\n{out}"
     return {s: g for s, g in grades.items() if EXPECTED[s][0] != "FAILED"}
@@ -147,7 +147,8 @@ def test_parallel_grading_equals_serial_and_repeats(tmp_path):
     course = tmp_path / "course"
     _build_class(course)
     first = _assert_class_graded(course, _course("grade", A, "--workers", "2", course=course))
-    again = _assert_class_graded(course, _course("grade", A, "--workers", "2", course=course))
+    # the first run set renamed and stray notebooks aside; the second grades what it left
+    again = _assert_class_graded(course, _course("grade", A, "--workers", "2", course=course), notes=False)
     assert first == again, "grading the same submissions twice must give the same grades"
     assert first == {s: float(e) for s, (e, _) in EXPECTED.items() if e != "FAILED"}
 

@@ -102,3 +102,20 @@ def test_export_has_totals_and_one_column_per_exercise(tmp_path):
     assert records[0]["score"] == "5" and records[0]["max_score"] == "7"
     assert records[0]["03_x:t2"] == "3" and records[1]["03_x:t1"] == "0"
     assert records[0]["needs_manual_grade"] == "w"
+
+
+def test_feedback_hides_hidden_tests_and_tracebacks():
+    from nbformat.v4 import new_output
+
+    from course_utils.tooling.feedback import HideHiddenTests, hide_hidden_tests
+
+    source = "check(f(1) == 2)\n### BEGIN HIDDEN TESTS\ncheck(f(-5) == -10)\n### END HIDDEN TESTS\n"
+    assert hide_hidden_tests(source) == "check(f(1) == 2)\n# (hidden tests ran here)\n"
+    nb = _notebook()
+    nb.cells[2].source = source
+    nb.cells[2].outputs = [new_output("error", ename="CheckFailed", evalue="f(-5) is wrong",
+                                      traceback=["\x1b[31mTraceback\x1b[0m", "check(f(-5) == -10)", "CheckFailed: f(-5) is wrong"])]
+    cleaned, _ = HideHiddenTests().preprocess(nb, {})
+    assert "f(-5) == -10" not in cleaned.cells[2].source
+    assert cleaned.cells[2].outputs[0]["traceback"] == ["CheckFailed: f(-5) is wrong"]
+    assert cleaned.cells[1].source == nb.cells[1].source  # answer cells untouched

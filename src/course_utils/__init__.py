@@ -9,6 +9,14 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.plotting`  -- attention heatmaps and training curves.
 - :mod:`course_utils.attention` -- what notebook 03 builds: softmax, scaled dot-product
   attention, a single-head self-attention module.
+- :mod:`course_utils.seq2seq_data`, :mod:`course_utils.rnn_seq2seq`,
+  :mod:`course_utils.seq2seq_train` -- notebooks 01-02: generated sequence tasks (dates in
+  three languages, length-controlled strings), GRU encoder-decoders with and without
+  attention, training and accuracy by length.
+- :mod:`course_utils.multihead` -- notebook 04: split/merge heads, ``MultiHeadAttention``.
+- :mod:`course_utils.masking` -- notebook 05: causal and padding masks, NaN-free masked softmax.
+- :mod:`course_utils.positional` -- notebook 06: sinusoidal, learned and rotary positions.
+- :mod:`course_utils.benchmark` -- peak tensor memory and timing for the cost sections.
 
 Instructor tooling (nbgrader, the ``course`` command) lives in :mod:`course_utils.tooling`
 and is never imported by the notebooks.

@@ -110,10 +110,15 @@ def check_close(
             "was expected. NaN usually comes from inf - inf or 0/0, e.g. exp() overflowing.",
             hint,
         )
-    if bool(torch.isinf(got_t).any()) and not torch.equal(torch.isinf(got_t), torch.isinf(expected_t)):
-        where = _index_of(int(torch.nonzero(torch.isinf(got_t).flatten())[0]), got_t.shape)
-        _fail(f"{name} contains inf (first at index {where}).", hint)
     finite = ~(expected_nan | torch.isinf(expected_t))
+    # where the expected value is +-inf or NaN, the answer must be exactly that
+    wrong_special = ~finite & ~((got_t == expected_t) | (got_nan & expected_nan))
+    if bool(wrong_special.any()):
+        where = _index_of(int(torch.nonzero(wrong_special.flatten())[0]), got_t.shape)
+        _fail(f"{name} has {float(got_t[where]):.6g} at index {where}, but should have {float(expected_t[where]):.6g}.", hint)
+    if bool(torch.isinf(got_t).any()) and not torch.equal(torch.isinf(got_t), torch.isinf(expected_t)):
+        where = _index_of(int(torch.nonzero(torch.isinf(got_t) & finite).flatten()[0]), got_t.shape) if bool((torch.isinf(got_t) & finite).any()) else ()
+        _fail(f"{name} contains inf (first at index {where}) where a finite value was expected.", hint)
     error = torch.where(finite, (got_t - expected_t).abs(), torch.zeros_like(got_t))
     allowed = atol + rtol * expected_t.abs()
     too_far = finite & (error > torch.where(finite, allowed, torch.zeros_like(allowed)))

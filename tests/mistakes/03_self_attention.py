@@ -19,6 +19,9 @@ MISTAKES = [
             rejected_by=("test_stable_softmax",), replace=(("x.amax(dim=dim, keepdim=True)", "x.max()"),)),
     Mistake(cell="stable_softmax", name="ignores dim, always the last axis",
             rejected_by=("test_stable_softmax",), replace=(("dim=dim", "dim=-1"),)),
+    Mistake(cell="stable_softmax", name="calls torch.softmax instead of building it",
+            rejected_by=("test_stable_softmax",),
+            source="def stable_softmax(x, dim=-1):\n    return torch.softmax(x, dim=dim)\n"),
     Mistake(cell="attention", name="softmax over the queries axis",
             rejected_by=("test_attention",), replace=(("stable_softmax(scores, dim=-1)", "stable_softmax(scores, dim=-2)"),)),
     Mistake(cell="attention", name="unnormalised scores as weights",
@@ -29,6 +32,8 @@ MISTAKES = [
             rejected_by=("test_self_attention_module",), replace=(("K = self.key(x)", "K = self.query(x)"),)),
     Mistake(cell="equivariance_gap", name="output not permuted",
             rejected_by=("test_equivariance_gap",), replace=(("module(x)[0][:, perm]", "module(x)[0]"),)),
+    Mistake(cell="equivariance_gap", name="mean absolute difference instead of max",
+            rejected_by=("test_equivariance_gap",), replace=((".abs().max().item()", ".abs().mean().item()"),)),
     Mistake(cell="equivariance_gap", name="output permuted with the inverse permutation",
             rejected_by=("test_equivariance_gap",), replace=(("module(x)[0][:, perm]", "module(x)[0][:, torch.argsort(perm)]"),)),
 ]

@@ -97,7 +97,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import autograde, read_scores, scores_table
     from course_utils.tooling.parallel import autograde_parallel, default_workers
-    from course_utils.tooling.submissions import format_problems, inspect_submissions
+    from course_utils.tooling.submissions import format_problems, inspect_submissions, record_zero
 
     root = find_root()
     workers = args.workers or default_workers()
@@ -107,19 +107,21 @@ def cmd_grade(args: argparse.Namespace) -> int:
         problems = inspect_submissions(root, name, args.student)
         if problems:
             print(f"{name}: problems found in the submissions\n{format_problems(problems)}", flush=True)
-        blocked = {p.student for p in problems if p.blocking}
+        skipped = {p.student for p in problems if p.blocking or p.zero}
         failed.update({(name, p.student): p.problem for p in problems if p.blocking})
         everyone = sorted(p.parent.name for p in (root / "submitted").glob(f"*/{name}") if p.is_dir())
-        students = [s for s in everyone if (not args.student or s in args.student) and s not in blocked]
-        if not students:
-            print(f"{name}: no submissions to grade", flush=True)
-            continue
-        print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
-        if workers > 1:
-            run = autograde_parallel(root, name, students, workers=workers)
+        students = [s for s in everyone if (not args.student or s in args.student) and s not in skipped]
+        if students:
+            print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
+            if workers > 1:
+                run = autograde_parallel(root, name, students, workers=workers)
+            else:  # one plain nbgrader call; it fails the skipped submissions on its own
+                run = autograde(root, name, args.student or None)
+            failed.update({(name, s): why for s, why in run.failed.items() if s not in skipped})
         else:
-            run = autograde(root, name, students)
-        failed.update({(name, s): why for s, why in run.failed.items()})
+            print(f"{name}: no submissions to grade", flush=True)
+        for student in sorted({p.student for p in problems if p.zero and not p.blocking}):
+            record_zero(root, name, student)
     rows = [r for r in read_scores(root) if (r.assignment, r.student) not in failed]
     if args.student:
         rows = [r for r in rows if r.student in args.student]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
 
 __all__ = ["HideHiddenTests", "hide_hidden_tests"]
 
@@ -26,6 +27,8 @@ def hide_hidden_tests(source: str) -> str:
 
 class HideHiddenTests(Preprocessor):
     """Strip hidden tests and tracebacks from autograded test cells before feedback."""
+
+    enabled = Bool(True, help="on by default: nbconvert preprocessors are off unless enabled").tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):
         meta = cell.get("metadata", {}).get("nbgrader", {})

@@ -15,19 +15,21 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["SubmissionProblem", "inspect_submissions", "format_problems"]
+__all__ = ["SubmissionProblem", "inspect_submissions", "format_problems", "record_zero"]
 
 SET_ASIDE_FOLDER = ".set-aside-by-course"
 
 
 @dataclass(frozen=True)
 class SubmissionProblem:
-    """``blocking`` problems keep the student out of grading (reported as failed)."""
+    """``blocking`` problems keep the student out of grading (reported as failed);
+    ``zero`` ones too, but the student is recorded with 0 points (nothing was submitted)."""
 
     student: str
     assignment: str
     problem: str
     blocking: bool = False
+    zero: bool = False
 
 
 def _expected_notebooks(course_dir: Path, assignment: str) -> list[str]:
@@ -92,8 +94,10 @@ def inspect_submissions(
             problems.append(SubmissionProblem(
                 student, assignment, f"notebook {unknown[0]!r} was renamed: graded it as {missing[0]!r}"))
             missing, unknown = [], []
+        nothing_left = not any((folder / name).is_file() for name in expected)
         for name in missing:
-            problems.append(SubmissionProblem(student, assignment, f"missing notebook {name!r}: it scores 0"))
+            # nbgrader zeroes a missing notebook only when another one is there to grade
+            problems.append(SubmissionProblem(student, assignment, f"missing notebook {name!r}: it scores 0", zero=nothing_left))
         for name in unknown:
             # nbgrader would fail the whole submission on a notebook it does not know
             set_aside.mkdir(exist_ok=True)
@@ -120,3 +124,22 @@ def format_problems(problems: list[SubmissionProblem]) -> str:
     return "\n".join(
         f"  {'BLOCKED' if p.blocking else 'note   '} {p.student} / {p.assignment}: {p.problem}" for p in problems
     )
+
+
+def record_zero(course_dir: Path, assignment: str, student: str, db_url: str | None = None) -> None:
+    """Put a submission with 0 in every graded cell in the gradebook (nothing was submitted)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    db_url = db_url or f"sqlite:///{(course_dir / 'gradebook.db').resolve()}"
+    with Gradebook(db_url) as gradebook:
+        gradebook.update_or_create_student(student)
+        try:
+            submission = gradebook.find_submission(assignment, student)
+        except MissingEntry:
+            submission = gradebook.add_submission(assignment, student)
+        for notebook in submission.notebooks:
+            for grade in notebook.grades:
+                grade.auto_score = 0
+                grade.manual_score = None
+                grade.needs_manual_grade = False
+        gradebook.db.commit()
