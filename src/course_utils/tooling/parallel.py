@@ -3,10 +3,10 @@
 nbgrader grades serially and its sqlite gradebook is not safe for concurrent writers.
 So the work is split in two phases:
 
-1. **execute** (parallel): each student is graded by ``nbgrader autograde`` in a private
-   scratch course — a copy of the course's gradebook, the assignment's source and that
-   student's submission — one process per student, ``workers`` at a time. A student whose
-   grading fails there fails alone.
+1. **execute** (parallel): the class is dealt into ``workers`` groups; each group is graded
+   by one ``nbgrader autograde`` in a private scratch course (a copy of the course's
+   gradebook, the assignment's source and the group's submissions). nbgrader goes on after a
+   student it cannot grade, so a crash fails that student alone.
 2. **record** (serial, no kernels): the executed notebooks are handed to one
    ``nbgrader autograde`` in the real course with ``Execute`` and ``ClearOutput``
    disabled, which restores the test cells from the gradebook, reads the outputs, and
@@ -36,18 +36,30 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _grade_one(course_dir: Path, scratch_root: Path, assignment: str, student: str, profile: str) -> tuple[str, Path | None, str]:
-    scratch = scratch_root / student
+def _grade_group(
+    course_dir: Path, scratch: Path, assignment: str, group: Sequence[str], profile: str
+) -> tuple[dict[str, Path], dict[str, str], str]:
+    """One ``nbgrader autograde`` over ``group`` in a private scratch course.
+
+    Returns the executed notebook folders of the students it graded, the students it
+    could not grade (with a reason) and its log.
+    """
     write_course_config(scratch, course_dir / "nbgrader_config.py")
     shutil.copy2(course_dir / "gradebook.db", scratch / "gradebook.db")
     shutil.copytree(course_dir / "solutions" / assignment, scratch / "solutions" / assignment)
-    shutil.copytree(course_dir / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
-    result = run_nbgrader(["autograde", assignment, f"--student={student}", "--force"], scratch, profile=profile, check=False)
+    for student in group:
+        shutil.copytree(course_dir / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
+    result = run_nbgrader(["autograde", assignment, "--force"], scratch, profile=profile, check=False)
     log = result.stdout + result.stderr
-    executed = scratch / "autograded" / student / assignment
-    if result.returncode != 0 or not executed.is_dir():
-        return student, None, log
-    return student, executed, log
+    failed = failed_students(log)
+    executed = {}
+    for student in group:
+        folder = scratch / "autograded" / student / assignment
+        if student not in failed and folder.is_dir():
+            executed[student] = folder
+        elif student not in failed:
+            failed[student] = "nbgrader could not grade this submission"
+    return executed, failed, log
 
 
 def autograde_parallel(
@@ -67,19 +79,24 @@ def autograde_parallel(
     logs: list[str] = []
     with tempfile.TemporaryDirectory(prefix="course-grade-", dir=course_dir) as scratch_name:
         scratch_root = Path(scratch_name)
-        with ThreadPoolExecutor(max_workers=workers) as pool:  # threads only wait on subprocesses
-            results = list(pool.map(lambda s: _grade_one(course_dir, scratch_root, assignment, s, profile), students))
+        # one nbgrader process per worker, each grading its share of the class in turn:
+        # nbgrader's start-up (seconds) is paid once per worker, not once per student
+        groups = [students[i::workers] for i in range(workers) if students[i::workers]]
+        with ThreadPoolExecutor(max_workers=len(groups) or 1) as pool:  # threads only wait on subprocesses
+            results = list(pool.map(
+                lambda item: _grade_group(course_dir, scratch_root / f"worker{item[0]}", assignment, item[1], profile),
+                enumerate(groups),
+            ))
         staging = scratch_root / "_executed"
-        for student, executed, log in results:
+        for executed, group_failed, log in results:
             logs.append(log)
-            if executed is None:
-                failed.update(failed_students(log) or {student: "nbgrader could not grade this submission"})
-                continue
-            target = staging / student / assignment
-            shutil.copytree(executed, target)
-            timestamp = submitted / student / assignment / "timestamp.txt"
-            if timestamp.is_file():
-                shutil.copy2(timestamp, target / "timestamp.txt")
+            failed.update(group_failed)
+            for student, folder in executed.items():
+                target = staging / student / assignment
+                shutil.copytree(folder, target)
+                timestamp = submitted / student / assignment / "timestamp.txt"
+                if timestamp.is_file():
+                    shutil.copy2(timestamp, target / "timestamp.txt")
         graded = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
         returncode = 1 if failed else 0
         if graded:
