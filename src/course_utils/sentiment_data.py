@@ -1,0 +1,271 @@
+"""A generated sentiment set where word order matters (notebooks 07, 09, 10).
+
+Sentences are lower-case, tokens separated by single spaces. ``label`` is 1 (positive) or
+0 (negative). Five templates, the last two of which come in *contrast pairs* -- two sentences
+with exactly the same bag of words and opposite labels, so only the position of "not"
+decides::
+
+    verb          "i enjoyed the film"                     / "i did not enjoy the film"
+    adjective     "the plot was dull"                      / "the plot was not dull at all"
+    contrast      "the film was not bad , it was great" (1) / "the film was bad , it was not great" (0)
+    scope         "i did not expect that i would enjoy it" (1) / "i did expect that i would not enjoy it" (0)
+
+:func:`make_sentiment` returns a :class:`datasets.DatasetDict` with three splits:
+
+- ``train`` and ``test``: all templates, i.i.d. (test sentences never occur in train);
+- ``contrast``: held-out contrast pairs whose bag of words never occurs in train or test,
+  both members of every pair. **Any bag-of-words classifier scores exactly 50% on it**
+  (both members get the same prediction), so accuracy above 50% there needs word order.
+
+:class:`WordVocab` maps words to ids (``[PAD]`` = 0, ``[UNK]``, ``[CLS]``, ``[SEP]``,
+``[MASK]``); :func:`sentiment_batches` gives padded tensors. :func:`load_imdb` is the real
+(online) alternative; it is never used by tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import torch
+from datasets import Dataset, DatasetDict
+
+__all__ = [
+    "PAD", "UNK", "CLS", "SEP", "MASK", "SPECIALS",
+    "TEMPLATES", "make_sentiment", "WordVocab", "encode_texts", "sentiment_batches",
+    "bag_of_words_accuracy", "load_imdb",
+]
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIALS = (PAD, UNK, CLS, SEP, MASK)
+
+SUBJECTS = ("i", "we", "she", "he", "they", "everyone")
+OBJECTS = ("it", "the film", "the movie", "the show", "the book", "the play")
+# (base form, past form, polarity)
+VERBS = (
+    ("like", "liked", 1), ("enjoy", "enjoyed", 1), ("love", "loved", 1), ("adore", "adored", 1),
+    ("recommend", "recommended", 1),
+    ("hate", "hated", 0), ("dislike", "disliked", 0), ("regret", "regretted", 0),
+    ("loathe", "loathed", 0), ("resent", "resented", 0),
+)
+POSITIVE_ADJ = ("good", "great", "fun", "brilliant", "charming", "moving")
+NEGATIVE_ADJ = ("bad", "boring", "awful", "dull", "terrible", "bland")
+EXPECT = ("know", "think", "expect")
+TEMPLATES = ("verb", "adjective", "contrast", "scope")
+
+
+def _adjective(rng: random.Random) -> tuple[str, int]:
+    if rng.random() < 0.5:
+        return rng.choice(POSITIVE_ADJ), 1
+    return rng.choice(NEGATIVE_ADJ), 0
+
+
+def _verb_pair(rng: random.Random) -> tuple[tuple[str, int], tuple[str, int]]:
+    s, obj = rng.choice(SUBJECTS), rng.choice(OBJECTS)
+    base, past, pol = rng.choice(VERBS)
+    return (f"{s} {past} {obj}", pol), (f"{s} did not {base} {obj}", 1 - pol)
+
+
+def _adjective_pair(rng: random.Random) -> tuple[tuple[str, int], tuple[str, int]]:
+    obj = rng.choice(OBJECTS)
+    adj, pol = _adjective(rng)
+    tail = " at all" if rng.random() < 0.5 else ""
+    return (f"{obj} was {adj}", pol), (f"{obj} was not {adj}{tail}", 1 - pol)
+
+
+def _contrast_pair(rng: random.Random) -> tuple[tuple[str, int], tuple[str, int]]:
+    obj = rng.choice(OBJECTS)
+    if rng.random() < 0.5:  # "not bad , it was great"
+        a, b, pol_b = rng.choice(NEGATIVE_ADJ), rng.choice(POSITIVE_ADJ), 1
+    else:  # "not great , it was bad"
+        a, b, pol_b = rng.choice(POSITIVE_ADJ), rng.choice(NEGATIVE_ADJ), 0
+    # the label follows the adjective that is *not* negated
+    return (f"{obj} was not {a} , it was {b}", pol_b), (f"{obj} was {a} , it was not {b}", 1 - pol_b)
+
+
+def _scope_pair(rng: random.Random) -> tuple[tuple[str, int], tuple[str, int]]:
+    s, s2, obj = rng.choice(SUBJECTS), rng.choice(SUBJECTS), rng.choice(OBJECTS)
+    think = rng.choice(EXPECT)
+    base, _, pol = rng.choice(VERBS)
+    # "did not expect that i would enjoy it": the negation scopes over "expect", not "enjoy"
+    return (
+        (f"{s} did not {think} that {s2} would {base} {obj}", pol),
+        (f"{s} did {think} that {s2} would not {base} {obj}", 1 - pol),
+    )
+
+
+_MAKERS = {"verb": _verb_pair, "adjective": _adjective_pair, "contrast": _contrast_pair, "scope": _scope_pair}
+_MIX = (("verb", 0.2), ("adjective", 0.15), ("contrast", 0.3), ("scope", 0.35))
+_PAIRED = ("contrast", "scope")  # the two members share a bag of words
+
+
+def _bag(text: str) -> str:
+    return " ".join(sorted(text.split()))
+
+
+def _held_out(text: str, fraction: float, seed: int) -> bool:
+    """Deterministic, seed-dependent choice of the bags reserved for the contrast split."""
+    digest = hashlib.sha256(f"{seed}:{_bag(text)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+
+
+def make_sentiment(
+    n_train: int = 4000,
+    n_test: int = 1000,
+    n_contrast: int = 1000,
+    *,
+    seed: int = 0,
+    held_out_fraction: float = 0.2,
+) -> DatasetDict:
+    """Generate ``train`` / ``test`` / ``contrast`` splits; columns ``text``, ``label``, ``template``.
+
+    Deterministic given ``seed``. ``n_contrast`` is rounded down to an even number (pairs).
+    """
+    rng = random.Random(seed)
+    names, weights = zip(*_MIX)
+
+    def draw_iid(n: int, exclude: set[str]) -> dict[str, list]:
+        rows: dict[str, list] = {"text": [], "label": [], "template": []}
+        seen = set(exclude)
+        budget = 200 * n + 1000
+        while len(rows["text"]) < n and budget:
+            budget -= 1
+            name = rng.choices(names, weights)[0]
+            text, label = rng.choice(_MAKERS[name](rng))
+            if _held_out(text, held_out_fraction, seed) and name in _PAIRED:
+                continue
+            if text in seen and exclude:
+                continue
+            if exclude:
+                seen.add(text)
+            rows["text"].append(text)
+            rows["label"].append(label)
+            rows["template"].append(name)
+        if len(rows["text"]) < n:
+            raise ValueError("could not draw enough distinct sentences; ask for fewer")
+        return rows
+
+    train = draw_iid(n_train, set())
+    test = draw_iid(n_test, set(train["text"]))
+
+    contrast: dict[str, list] = {"text": [], "label": [], "template": []}
+    seen_bags: set[str] = set()
+    budget = 200 * n_contrast + 1000
+    while len(contrast["text"]) + 1 < n_contrast and budget:
+        budget -= 1
+        name = rng.choice(_PAIRED)
+        pair = _MAKERS[name](rng)
+        bag = _bag(pair[0][0])
+        if bag in seen_bags or not _held_out(pair[0][0], held_out_fraction, seed):
+            continue
+        seen_bags.add(bag)
+        for text, label in pair:
+            contrast["text"].append(text)
+            contrast["label"].append(label)
+            contrast["template"].append(name)
+    return DatasetDict({k: Dataset.from_dict(v) for k, v in (("train", train), ("test", test), ("contrast", contrast))})
+
+
+# --------------------------------------------------------------------------- vocabulary
+@dataclass(frozen=True)
+class WordVocab:
+    """Words <-> ids. Ids 0..4 are ``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]``, ``[MASK]``."""
+
+    words: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {w: i for i, w in enumerate(self.itos)})
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> "WordVocab":
+        words = sorted({w for t in texts for w in t.split()} - set(SPECIALS))
+        return cls(tuple(words))
+
+    @property
+    def itos(self) -> tuple[str, ...]:
+        return SPECIALS + self.words
+
+    pad_id, unk_id, cls_id, sep_id, mask_id = 0, 1, 2, 3, 4
+
+    def __len__(self) -> int:
+        return len(SPECIALS) + len(self.words)
+
+    def encode(self, text: str, *, add_cls: bool = False) -> list[int]:
+        index = self._index  # type: ignore[attr-defined]
+        ids = [index.get(w, self.unk_id) for w in text.split()]
+        return [self.cls_id] + ids if add_cls else ids
+
+    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        return " ".join(self.itos[int(i)] for i in ids if int(i) != self.pad_id)
+
+
+def encode_texts(texts: Sequence[str], vocab: WordVocab, *, add_cls: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids ``(B, T_max)`` and a boolean ``(B, T_max)`` mask, True on real tokens."""
+    seqs = [vocab.encode(t, add_cls=add_cls) for t in texts]
+    T = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), T), vocab.pad_id, dtype=torch.long)
+    for row, s in enumerate(seqs):
+        ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids, ids != vocab.pad_id
+
+
+def sentiment_batches(
+    ds: Dataset,
+    vocab: WordVocab,
+    batch_size: int,
+    *,
+    shuffle: bool = True,
+    seed: int = 0,
+    add_cls: bool = False,
+    device: torch.device | str = "cpu",
+) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Yield ``(ids (B, T), real (B, T) bool, labels (B,))`` over ``ds`` once."""
+    order = list(range(len(ds)))
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    texts, labels = ds["text"], ds["label"]
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        ids, real = encode_texts([texts[i] for i in idx], vocab, add_cls=add_cls)
+        y = torch.tensor([labels[i] for i in idx], dtype=torch.long)
+        yield ids.to(device), real.to(device), y.to(device)
+
+
+def bag_of_words_accuracy(train: Dataset, evaluate: Dataset, *, epochs: int = 200, seed: int = 0) -> float:
+    """Train a logistic regression on word counts (full batch, Adam) and return its accuracy on ``evaluate``.
+
+    The order-blind baseline of the notebook 07 ladder.
+    """
+    vocab = WordVocab.from_texts(train["text"])
+    def counts(texts: Sequence[str]) -> torch.Tensor:
+        x = torch.zeros(len(texts), len(vocab))
+        for row, t in enumerate(texts):
+            for i in vocab.encode(t):
+                x[row, i] += 1
+        return x
+    gen = torch.Generator().manual_seed(seed)
+    x, y = counts(train["text"]), torch.tensor(train["label"], dtype=torch.float32)
+    w = (0.01 * torch.randn(len(vocab), generator=gen)).requires_grad_()
+    b = torch.zeros((), requires_grad=True)
+    opt = torch.optim.Adam([w, b], lr=0.1)
+    for _ in range(epochs):
+        opt.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(x @ w + b, y).backward()
+        opt.step()
+    with torch.no_grad():
+        pred = (counts(evaluate["text"]) @ w + b > 0).long()
+    return float((pred == torch.tensor(evaluate["label"])).float().mean())
+
+
+def load_imdb(split: str = "train", n: int | None = None) -> Dataset:  # pragma: no cover - needs the hub
+    """IMDB reviews through ``datasets`` (online only), with the columns ``text`` and ``label``."""
+    from datasets import load_dataset
+
+    ds = load_dataset("imdb", split=split)
+    if n is not None:
+        ds = ds.shuffle(seed=0).select(range(min(n, len(ds))))
+    return ds.map(lambda row: {"text": " ".join(row["text"].lower().split())})
