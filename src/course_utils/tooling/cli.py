@@ -6,6 +6,7 @@
     course grade [A ...]        autograde collected submissions (submitted/<student>/<A>/)
     course feedback [A ...]     HTML feedback for graded submissions
     course export               grades CSV, one column per exercise
+    course mistakes [A ...]     (authors) show that the tests reject every curated mistake
     course check NOTEBOOK ...   (students) run your notebook's visible tests
     course setup-kernel         register the Jupyter kernel the notebooks use
 """
@@ -97,7 +98,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import autograde, read_scores, scores_table
     from course_utils.tooling.parallel import autograde_parallel, default_workers
-    from course_utils.tooling.submissions import format_problems, inspect_submissions, record_zero
+    from course_utils.tooling.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
     root = find_root()
     workers = args.workers or default_workers()
@@ -109,8 +110,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             print(f"{name}: problems found in the submissions\n{format_problems(problems)}", flush=True)
         skipped = {p.student for p in problems if p.blocking or p.zero}
         failed.update({(name, p.student): p.problem for p in problems if p.blocking})
-        everyone = sorted(p.parent.name for p in (root / "submitted").glob(f"*/{name}") if p.is_dir())
-        students = [s for s in everyone if (not args.student or s in args.student) and s not in skipped]
+        students = [s for s in submitted_students(root, name, args.student) if s not in skipped]
         if students:
             print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
             if workers > 1:
@@ -197,10 +197,29 @@ def build_parser() -> argparse.ArgumentParser:
     feedback.add_argument("--student", action="append", help="only this student (repeatable)")
     export = add("export", cmd_export, "write grades as CSV: totals and one column per exercise", False)
     export.add_argument("--out", default="grades.csv", help="CSV path (default grades.csv)")
+    add("mistakes", cmd_mistakes, "(authors) prove the test cells reject every curated mistake in tests/mistakes/ (one kernel per notebook)")
     check = add("check", cmd_check, "run your notebook top to bottom and report each exercise's visible tests", False)
     check.add_argument("notebooks", nargs="+", help="notebook(s) to check")
     check.add_argument("--timeout", type=int, default=120, help="seconds allowed per cell (default 120)")
     return parser
+
+
+def cmd_mistakes(args: argparse.Namespace) -> int:
+    from course_utils.tooling.mistakes import load_mistakes
+    from course_utils.tooling.rejection import check_rejections
+
+    root = find_root()
+    bad = 0
+    for name in _names(root, args.assignments):
+        started = time.perf_counter()
+        mistakes = load_mistakes(root, name)
+        results = check_rejections(root, name, mistakes)
+        for result in results:
+            label = "solution passes every test" if result.mistake is None else f"rejects {result.mistake.name!r}"
+            print(f"  {'ok  ' if result.ok else 'FAIL'} {name}: {label}" + ("" if result.ok else f" -- {result.describe()}"))
+        bad += sum(not r.ok for r in results) + (len(results) < 1 + len(mistakes))
+        print(f"{name}: {len(mistakes)} mistakes checked in {time.perf_counter() - started:.1f} s", flush=True)
+    return 1 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -156,7 +156,6 @@ def grade_demo_class(
     mistake_filter: Callable[[int, Mistake], bool] | None = None,
     feedback: bool = True,
     verbose: bool = True,
-    fresh: bool = True,
 ) -> DemoReport:
     """Build the demo class in ``course_dir``, autograde it and check the grades.
 
@@ -164,7 +163,7 @@ def grade_demo_class(
     keeps only some, and ``baseline=False`` leaves out the solution and blank students
     (the tests split one assignment's class across workers with these).
     """
-    if fresh and course_dir.exists():
+    if course_dir.exists():
         shutil.rmtree(course_dir)
     prepare_scratch_course(root, course_dir, assignments)
     generate_release(course_dir, assignments, verbose=verbose)

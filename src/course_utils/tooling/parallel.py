@@ -24,6 +24,7 @@ from typing import Sequence
 
 from course_utils.tooling.grading import GradingRun, failed_students
 from course_utils.tooling.nbgrader_runner import run_nbgrader, write_course_config
+from course_utils.tooling.submissions import submitted_students
 
 __all__ = ["autograde_parallel", "default_workers"]
 
@@ -72,8 +73,7 @@ def autograde_parallel(
 ) -> GradingRun:
     """Grade ``assignment`` for all (or the given) students of ``course_dir`` in parallel."""
     submitted = course_dir / "submitted"
-    everyone = sorted(p.parent.name for p in submitted.glob(f"*/{assignment}") if p.is_dir())
-    students = [s for s in everyone if not students or s in students]
+    students = submitted_students(course_dir, assignment, students)
     workers = workers or default_workers()
     failed: dict[str, str] = {}
     logs: list[str] = []

@@ -12,10 +12,11 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import nbformat
 
-__all__ = ["SubmissionProblem", "inspect_submissions", "format_problems", "record_zero"]
+__all__ = ["SubmissionProblem", "submitted_students", "inspect_submissions", "format_problems", "record_zero"]
 
 SET_ASIDE_FOLDER = ".set-aside-by-course"
 
@@ -55,6 +56,13 @@ def _notebook_error(path: Path) -> str | None:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return f"is not a valid notebook ({first_line})"
     return None
+
+
+def submitted_students(course_dir: Path, assignment: str, only: Sequence[str] | None = None) -> list[str]:
+    """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (restricted to ``only`` if given)."""
+    submitted = course_dir / "submitted"
+    everyone = sorted(p.parent.name for p in submitted.glob(f"*/{assignment}") if p.is_dir()) if submitted.is_dir() else []
+    return [s for s in everyone if not only or s in only]
 
 
 def inspect_submissions(

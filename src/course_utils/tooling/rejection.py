@@ -1,0 +1,180 @@
+"""Prove, quickly, that the test cells reject every curated mistake.
+
+Grading one student per mistake with ``nbgrader autograde`` executes the whole notebook for
+each mistake, which made the test suite slow. Here one kernel runs the solution notebook once;
+then, for each mistake, the cells from the mistaken answer cell to the last test cell that must
+reject it are re-run with the wrong answer in place (so cells in between that use the answer see
+it, as they would in a student's notebook), the test cells that raise are recorded, and the same
+range is re-run with the right answer to restore the kernel, checking that the tests pass again.
+
+The real ``nbgrader autograde`` still grades the solutions, the blank release and one student
+holding a mistake in every exercise (:mod:`course_utils.tooling.democlass`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import nbformat
+from nbclient import NotebookClient
+
+from course_utils.tooling.cells import grading_cells, nbgrader_meta, read, strip_solution_markers
+from course_utils.tooling.layout import KERNEL_NAME, notebook_paths
+from course_utils.tooling.mistakes import Mistake
+
+__all__ = ["Rejection", "check_rejections"]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """What happened to one mistake (or, with ``mistake=None``, to the solution run)."""
+
+    assignment: str
+    mistake: Mistake | None
+    failed_tests: tuple[str, ...]
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        if self.problem:
+            return False
+        if self.mistake is None:
+            return not self.failed_tests
+        return set(self.mistake.rejected_by) <= set(self.failed_tests)
+
+    def describe(self) -> str:
+        what = "solution" if self.mistake is None else f"mistake {self.mistake.name!r} in {self.mistake.cell}"
+        if self.problem:
+            return f"{self.assignment}: {what}: {self.problem}"
+        if self.mistake is None:
+            return f"{self.assignment}: solution fails {list(self.failed_tests)}"
+        kept = sorted(set(self.mistake.rejected_by) - set(self.failed_tests))
+        return f"{self.assignment}: {what} passes {kept} (failed only {list(self.failed_tests)})"
+
+
+def _error(cell: nbformat.NotebookNode) -> str | None:
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            return f"{output.get('ename')}: {output.get('evalue')}"
+    return None
+
+
+class _Kernel:
+    """One kernel running one notebook's cells on demand."""
+
+    def __init__(self, nb: nbformat.NotebookNode, cwd: Path, timeout: int) -> None:
+        self.nb = nb
+        self.client = NotebookClient(
+            nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
+            resources={"metadata": {"path": str(cwd)}},
+        )
+
+    def run(self, index: int, source: str) -> str | None:
+        """Run ``source`` as cell ``index``; return the error (``"ename: evalue"``) or None."""
+        cell = self.nb.cells[index]
+        cell.source = source
+        try:
+            self.client.execute_cell(cell, index)
+        except Exception as failure:  # noqa: BLE001 - a timeout or a dead kernel is a result too
+            return f"{type(failure).__name__}: {failure}"
+        return _error(cell)
+
+
+def check_rejections(
+    root: Path,
+    assignment: str,
+    mistakes: Sequence[Mistake],
+    *,
+    profile: str = "ci",
+    timeout: int = 300,
+) -> list[Rejection]:
+    """Run the solution notebook of ``assignment`` once, then every mistake; one result each.
+
+    The first result is the solution run (``mistake=None``): every test cell must pass.
+    """
+    (path,) = notebook_paths(root, assignment)
+    source_nb = read(path)
+    nb = nbformat.v4.new_notebook(metadata=source_nb.metadata)
+    nb.cells = [nbformat.from_dict(dict(cell)) for cell in source_nb.cells]
+    solutions: dict[int, str] = {}
+    positions: dict[str, int] = {}
+    for index, cell in enumerate(nb.cells):
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id:
+            positions[grade_id] = index
+        if cell.cell_type == "code":
+            solutions[index] = strip_solution_markers(cell.source)
+    tests = {nbgrader_meta(c)["grade_id"] for c in grading_cells(nb)}
+
+    previous = os.environ.get("COURSE_PROFILE")
+    os.environ["COURSE_PROFILE"] = profile
+    workdir = Path(tempfile.mkdtemp(prefix=f"rejection-{assignment}-"))
+    try:
+        shutil.copytree(path.parent, workdir, dirs_exist_ok=True)
+        kernel = _Kernel(nb, workdir, timeout)
+        results: list[Rejection] = []
+        with kernel.client.setup_kernel():
+            failed = []
+            for index in sorted(solutions):
+                error = kernel.run(index, solutions[index])
+                grade_id = nbgrader_meta(nb.cells[index]).get("grade_id")
+                if error and grade_id in tests:
+                    failed.append(grade_id)
+                elif error:
+                    results.append(Rejection(assignment, None, (), f"cell {index} of the solution raised {error}"))
+                    return results
+            results.append(Rejection(assignment, None, tuple(failed)))
+            if failed:
+                return results
+            for mistake in mistakes:
+                results.append(_check_one(kernel, assignment, mistake, solutions, positions, tests))
+        return results
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if previous is None:
+            os.environ.pop("COURSE_PROFILE", None)
+        else:
+            os.environ["COURSE_PROFILE"] = previous
+
+
+def _check_one(
+    kernel: _Kernel,
+    assignment: str,
+    mistake: Mistake,
+    solutions: dict[int, str],
+    positions: dict[str, int],
+    tests: set[str],
+) -> Rejection:
+    unknown = [gid for gid in (mistake.cell, *mistake.rejected_by) if gid not in positions]
+    if unknown:
+        return Rejection(assignment, mistake, (), f"no cell with grade_id {unknown}")
+    not_tests = [gid for gid in mistake.rejected_by if gid not in tests]
+    if not_tests:
+        return Rejection(assignment, mistake, (), f"{not_tests} are not test cells")
+    start = positions[mistake.cell]
+    stop = max(positions[gid] for gid in mistake.rejected_by)
+    if stop < start:
+        return Rejection(assignment, mistake, (), "its tests come before the answer cell")
+    cells = [i for i in sorted(solutions) if start <= i <= stop]
+    try:
+        wrong = mistake.apply(solutions[start])
+    except ValueError as error:
+        return Rejection(assignment, mistake, (), str(error))
+    failed = []
+    for index in cells:
+        error = kernel.run(index, wrong if index == start else solutions[index])
+        grade_id = nbgrader_meta(kernel.nb.cells[index]).get("grade_id")
+        if error and grade_id in tests:
+            failed.append(grade_id)
+    still_failing = []
+    for index in cells:  # restore the right answer and everything computed from it
+        error = kernel.run(index, solutions[index])
+        if error:
+            still_failing.append(f"cell {index}: {error}")
+    problem = f"the kernel did not recover with the right answer ({still_failing[0]})" if still_failing else ""
+    return Rejection(assignment, mistake, tuple(failed), problem)

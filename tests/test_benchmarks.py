@@ -1,0 +1,29 @@
+"""The benchmark scripts run and write their tables (tiny sizes; results go to a temporary folder)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _run(tmp_path, *args):
+    env = dict(os.environ, BENCH_RESULTS=str(tmp_path), COURSE_DEVICE="cpu")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / args[0]), *args[1:]], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_attention_benchmark_writes_a_table(tmp_path):
+    _run(tmp_path, "bench_attention.py", "--lengths", "16", "32", "--repeats", "1", "--batch", "1", "--d-model", "32", "--heads", "4")
+    text = (tmp_path / "attention-cpu.md").read_text()
+    assert "| 32 |" in text and "course fused" in text and "Machine:" in text
+
+
+def test_gpt_benchmark_reports_identical_tokens(tmp_path):
+    _run(tmp_path, "bench_gpt.py", "--repeats", "1", "--small")
+    text = (tmp_path / "gpt-cpu.md").read_text()
+    assert "identical tokens with and without the cache in every configuration: **yes**" in text.lower()
