@@ -124,3 +124,16 @@ def test_gradients_match_torch():
     torch.testing.assert_close(ours.q_proj.weight.grad, g_q, **TOL)
     torch.testing.assert_close(ours.v_proj.weight.grad, g_v, **TOL)
     torch.testing.assert_close(ours.out_proj.weight.grad, ref.out_proj.weight.grad, **TOL)
+
+
+def test_is_causal_aligns_bottom_right_like_a_kv_cache():
+    """With T_q < T_k the queries are the last positions: the last query sees every key."""
+    from course_utils.masking import causal_mask
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4)
+    q, kv = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
+    out, weights = mha(q, kv, kv, is_causal=True)
+    ref, _ = mha(q, kv, kv, mask=causal_mask(3, 7))
+    torch.testing.assert_close(out, ref)
+    assert (weights[:, :, -1] > 0).all() and (weights[:, :, 0, 5:] == 0).all()

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.masking import masked_softmax
+from course_utils.masking import causal_mask, masked_softmax
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "from_torch", "count_parameters"]
 
@@ -65,7 +65,9 @@ class MultiHeadAttention(nn.Module):
 
     ``fused=True`` calls ``torch.nn.functional.scaled_dot_product_attention`` (which may use a
     flash / memory-efficient kernel and never builds the weights), for benchmarks.
-    Fully masked query rows give zero output in both paths (no NaN).
+    Fully masked query rows give zero output in both paths (no NaN). ``is_causal=True`` adds
+    :func:`course_utils.masking.causal_mask` (bottom-right aligned: with ``T_q < T_k`` the queries
+    are the last positions, as with a KV cache; SDPA's own ``is_causal`` aligns top-left).
     """
 
     def __init__(
@@ -103,9 +105,8 @@ class MultiHeadAttention(nn.Module):
         k = split_heads(self.k_proj(key), self.n_heads)  # (B, h, T_k, d_k)
         v = split_heads(self.v_proj(value), self.n_heads)  # (B, h, T_k, d_k)
         mask = _as_4d(mask)
-        if is_causal:
-            T_q, T_k = q.size(-2), k.size(-2)
-            causal = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril()
+        if is_causal:  # bottom-right aligned, as masking.causal_mask: right for a KV cache (T_q < T_k)
+            causal = causal_mask(q.size(-2), k.size(-2), device=q.device)
             mask = causal if mask is None else mask & causal
         p = self.dropout if self.training else 0.0
         if self.fused:
