@@ -207,9 +207,7 @@ def encode_texts(texts: Sequence[str], vocab: WordVocab, *, add_cls: bool = Fals
     """Right-padded ids ``(B, T_max)`` and a boolean ``(B, T_max)`` mask, True on real tokens."""
     seqs = [vocab.encode(t, add_cls=add_cls) for t in texts]
     T = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), T), vocab.pad_id, dtype=torch.long)
-    for row, s in enumerate(seqs):
-        ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    ids = torch.tensor([s + [vocab.pad_id] * (T - len(s)) for s in seqs], dtype=torch.long)
     return ids, ids != vocab.pad_id
 
 
@@ -227,7 +225,7 @@ def sentiment_batches(
     order = list(range(len(ds)))
     if shuffle:
         random.Random(seed).shuffle(order)
-    texts, labels = ds["text"], ds["label"]
+    texts, labels = list(ds["text"]), list(ds["label"])  # plain lists: indexing a Column row by row is slow
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         ids, real = encode_texts([texts[i] for i in idx], vocab, add_cls=add_cls)
@@ -242,10 +240,11 @@ def bag_of_words_accuracy(train: Dataset, evaluate: Dataset, *, epochs: int = 20
     """
     vocab = WordVocab.from_texts(train["text"])
     def counts(texts: Sequence[str]) -> torch.Tensor:
+        rows = [row for row, t in enumerate(texts) for _ in t.split()]
+        cols = [i for t in texts for i in vocab.encode(t)]
         x = torch.zeros(len(texts), len(vocab))
-        for row, t in enumerate(texts):
-            for i in vocab.encode(t):
-                x[row, i] += 1
+        x.index_put_((torch.tensor(rows, dtype=torch.long), torch.tensor(cols, dtype=torch.long)),
+                     torch.ones(len(cols)), accumulate=True)
         return x
     gen = torch.Generator().manual_seed(seed)
     x, y = counts(train["text"]), torch.tensor(train["label"], dtype=torch.float32)

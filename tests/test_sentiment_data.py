@@ -1,0 +1,82 @@
+"""Unit tests of course_utils.sentiment_data: determinism, the contrast split's promise, vocab and batches."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from course_utils.sentiment_data import (
+    SPECIALS,
+    WordVocab,
+    bag_of_words_accuracy,
+    encode_texts,
+    make_sentiment,
+    sentiment_batches,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_sentiment(n_train=800, n_test=200, n_contrast=200, seed=0)
+
+
+def test_deterministic_given_seed(data):
+    again = make_sentiment(n_train=800, n_test=200, n_contrast=200, seed=0)
+    for split in data:
+        assert data[split]["text"] == again[split]["text"]
+        assert data[split]["label"] == again[split]["label"]
+    other = make_sentiment(n_train=800, n_test=200, n_contrast=200, seed=1)
+    assert other["train"]["text"] != data["train"]["text"]
+
+
+def test_split_sizes_and_labels(data):
+    assert (len(data["train"]), len(data["test"]), len(data["contrast"])) == (800, 200, 200)
+    for split in data:
+        assert set(data[split]["label"]) <= {0, 1}
+
+
+def test_contrast_pairs_share_bag_of_words_with_opposite_labels(data):
+    texts, labels = data["contrast"]["text"], data["contrast"]["label"]
+    assert len(texts) % 2 == 0
+    for i in range(0, len(texts), 2):
+        assert Counter(texts[i].split()) == Counter(texts[i + 1].split()), (texts[i], texts[i + 1])
+        assert texts[i] != texts[i + 1]
+        assert labels[i] != labels[i + 1]
+
+
+def test_contrast_bags_never_seen_in_train_or_test(data):
+    bag = lambda t: " ".join(sorted(t.split()))  # noqa: E731
+    seen = {bag(t) for split in ("train", "test") for t in data[split]["text"]}
+    assert not any(bag(t) in seen for t in data["contrast"]["text"])
+
+
+def test_test_texts_not_in_train(data):
+    assert not set(data["test"]["text"]) & set(data["train"]["text"])
+
+
+def test_bag_of_words_is_exactly_half_on_contrast(data):
+    assert bag_of_words_accuracy(data["train"], data["contrast"], epochs=50) == 0.5
+
+
+def test_word_vocab_and_encoding(data):
+    vocab = WordVocab.from_texts(data["train"]["text"])
+    assert vocab.itos[: len(SPECIALS)] == SPECIALS and vocab.pad_id == 0
+    text = data["train"]["text"][0]
+    assert vocab.decode(vocab.encode(text)) == text
+    assert vocab.encode(text, add_cls=True)[0] == vocab.cls_id
+    assert vocab.encode("zzzunknown")[0] == vocab.unk_id
+    ids, real = encode_texts(["i liked it", "it was not good at all"], vocab)
+    assert ids.shape == (2, 6) and real.dtype == torch.bool
+    assert real.sum(1).tolist() == [3, 6] and (ids[~real] == vocab.pad_id).all()
+
+
+def test_sentiment_batches_cover_the_split_once(data):
+    vocab = WordVocab.from_texts(data["train"]["text"])
+    batches = list(sentiment_batches(data["test"], vocab, 64, seed=3))
+    assert sum(len(y) for _, _, y in batches) == len(data["test"])
+    ids, real, y = batches[0]
+    assert ids.shape == real.shape and ids.shape[0] == y.shape[0] == 64
+    first = list(sentiment_batches(data["test"], vocab, 64, seed=3))[0][0]
+    assert torch.equal(first, ids)
