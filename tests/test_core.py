@@ -81,3 +81,18 @@ def test_start_prints_one_line_and_seeds(capsys, monkeypatch):
     assert isinstance(device, torch.device)
     start(seed=3, quiet=True)
     assert torch.equal(torch.rand(2), a)
+
+
+def test_start_uses_one_thread_in_the_ci_profile_on_cpu(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("COURSE_PROFILE", "ci")
+        monkeypatch.setenv("COURSE_DEVICE", "cpu")
+        monkeypatch.delenv("COURSE_THREADS", raising=False)
+        start(seed=0, quiet=True)
+        assert torch.get_num_threads() == 1
+        monkeypatch.setenv("COURSE_THREADS", "2")
+        start(seed=0, quiet=True)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

@@ -37,5 +37,6 @@ def describe_device(device: torch.device | None = None) -> str:
     elif device.type == "mps":
         detail = "Apple Metal"
     else:
-        detail = f"{torch.get_num_threads()} threads"
+        n = torch.get_num_threads()
+        detail = f"{n} thread{'' if n == 1 else 's'}"
     return f"device: {device.type} ({detail}) | torch {torch.__version__}"
