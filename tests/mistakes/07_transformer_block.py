@@ -36,6 +36,12 @@ MISTAKES = [
         rejected_by=("test_encoder_block",),
         replace=(("x = norm2(x + ffn(x))", "x = norm2(ffn(x))"),),
     ),
+    Mistake(
+        cell="encoder_block",
+        name="padding mask not passed to the attention",
+        rejected_by=("test_encoder_block",),
+        replace=(("attn(h, h, h, mask=mask)", "attn(h, h, h)"), ("attn(x, x, x, mask=mask)", "attn(x, x, x)")),
+    ),
     # Exercise 4: masked_mean_pool
     Mistake(
         cell="masked_mean_pool",
@@ -55,5 +61,11 @@ MISTAKES = [
         name="mask extended with False for [CLS]",
         rejected_by=("test_prepend_cls",),
         replace=(("torch.ones(B, 1, dtype=torch.bool, device=h.device)", "torch.zeros(B, 1, dtype=torch.bool, device=h.device)"),),
+    ),
+    Mistake(
+        cell="prepend_cls",
+        name="mask column created on the CPU (no device=), breaks on a GPU",
+        rejected_by=("test_prepend_cls",),
+        replace=(("torch.ones(B, 1, dtype=torch.bool, device=h.device)", "torch.ones(B, 1, dtype=torch.bool)"),),
     ),
 ]
