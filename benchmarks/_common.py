@@ -16,6 +16,8 @@ def machine(device: torch.device | None = None) -> str:
     """One line: CPU, cores, Python, torch, and the GPU when one is used."""
     line = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"torch {torch.__version__}, {platform.system()}")
+    if device is None or device.type == "cpu":
+        line += f", {torch.get_num_threads()} torch thread(s)"
     if device is not None and device.type == "cuda":
         line += f", GPU {torch.cuda.get_device_name(device)}"
     return line

@@ -122,8 +122,12 @@ def main() -> int:
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default=None, help="default: CUDA if present, else CPU")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads for torch (default 1: on a shared machine, a second thread that is "
+                             "descheduled stalls every parallel op, which swamps the comparison)")
     args = parser.parse_args()
     device = get_device(args.device)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rows = measure(args.lengths, args.batch, args.d_model, args.heads, args.repeats, device)
     fused_ratios = []

@@ -37,10 +37,14 @@ TRAINING = GPTConfig(VOCAB, block_size=128, n_layer=4, n_head=4, d_model=128)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default=None, help="default: CUDA if present, else CPU")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads for torch (default 1: on a shared machine, a second thread that is "
+                             "descheduled stalls every parallel op, which swamps the comparison)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--small", action="store_true", help="tiny models (a smoke test of this script)")
     args = parser.parse_args()
     device = get_device(args.device)
+    torch.set_num_threads(args.threads)
     generation, training = GENERATION, TRAINING
     if args.small:
         generation = {"tiny (1 layer, d 32, context 32)": GPTConfig(VOCAB, block_size=32, n_layer=1, n_head=2, d_model=32)}
