@@ -1,0 +1,459 @@
+"""A small GPT, nanoGPT-style, as notebook 10 builds it; the benchmarks import it from here.
+
+Shapes: B batch, T sequence length (T <= block_size), d = d_model, h = n_head, d_k = d / h,
+V vocab_size. Masks follow :mod:`course_utils.masking` (boolean, True = allowed).
+
+- :class:`GPTConfig` -- the sizes.
+- :class:`KVCache` -- per-layer keys and values of the positions already processed.
+- :class:`CausalSelfAttention` -- multi-head causal self-attention; with a cache it appends the
+  new keys/values and attends with the *bottom-right* causal mask ``causal_mask(T, T_past + T)``.
+- :class:`Block` -- pre-LN: ``x + Attn(LN(x))`` then ``x + FFN(LN(x))`` (GPT-2).
+- :class:`GPT` -- token + learned position embeddings, blocks, final LayerNorm, LM head whose
+  weight *is* the token embedding (weight tying); GPT-2 initialisation (std 0.02, residual
+  projections 0.02 / sqrt(2 n_layer)).
+- sampling: :func:`apply_temperature`, :func:`top_k_filter`, :func:`top_p_filter`, :func:`generate`.
+- training: :func:`lm_batch` (input/target shift), :func:`bigram_log_probs` / :func:`bigram_loss`
+  (the baseline), :func:`estimate_loss`, :func:`train_lm`.
+- classification: :func:`last_token_pool`, :class:`GPTClassifier`, :func:`encode_padded`.
+- benchmarks: :func:`generation_speed`, :func:`training_speed`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.blocks import FeedForward, LayerNorm
+from course_utils.masking import causal_mask
+from course_utils.multihead import merge_heads, split_heads
+
+__all__ = [
+    "GPTConfig", "KVCache", "CausalSelfAttention", "Block", "GPT", "gpt2_init_",
+    "apply_temperature", "top_k_filter", "top_p_filter", "generate",
+    "lm_batch", "bigram_log_probs", "bigram_loss", "estimate_loss", "train_lm",
+    "last_token_pool", "GPTClassifier", "encode_padded",
+    "generation_speed", "training_speed",
+]
+
+
+# --------------------------------------------------------------------------- model
+@dataclass
+class GPTConfig:
+    vocab_size: int
+    block_size: int = 128  # longest context (learned positions 0 .. block_size-1)
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 128
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class KVCache:
+    """Keys and values of the positions seen so far, one ``(B, h, T_past, d_k)`` pair per layer."""
+
+    def __init__(self, n_layer: int) -> None:
+        self.keys: list[torch.Tensor | None] = [None] * n_layer
+        self.values: list[torch.Tensor | None] = [None] * n_layer
+
+    def __len__(self) -> int:  # T_past: how many positions are cached
+        return 0 if self.keys[0] is None else self.keys[0].size(-2)
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add ``k, v (B, h, T, d_k)`` after the cached ones; return all keys/values ``(B, h, T_past + T, d_k)``."""
+        if self.keys[layer] is not None:
+            k = torch.cat([self.keys[layer], k], dim=-2)
+            v = torch.cat([self.values[layer], v], dim=-2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention ``(B, T, d) -> (B, T, d)``, optionally with a :class:`KVCache`."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        if config.d_model % config.n_head:
+            raise ValueError(f"d_model={config.d_model} is not divisible by n_head={config.n_head}")
+        self.n_head = config.n_head
+        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=config.bias)  # W^Q, W^K, W^V side by side
+        self.proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)  # W^O, a residual projection
+        self.proj.residual_projection = True
+        self.dropout = config.dropout
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
+        B, T, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=-1)  # 3 x (B, T, d)
+        q, k, v = (split_heads(t, self.n_head) for t in (q, k, v))  # (B, h, T, d_k)
+        p = self.dropout if self.training else 0.0
+        if cache is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)  # (B, h, T, d_k)
+        else:
+            k, v = cache.append(layer, k, v)  # (B, h, T_past + T, d_k)
+            T_k = k.size(-2)
+            # one new query sees every cached key: no mask needed; otherwise bottom-right causal
+            mask = None if T == 1 else causal_mask(T, T_k, device=x.device)  # (T, T_k)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        return self.proj(merge_heads(y))  # (B, T, d)
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: ``x = x + Attn(LN1(x)); x = x + FFN(LN2(x))``."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.ln1 = LayerNorm(config.d_model)
+        self.attn = CausalSelfAttention(config)
+        self.ln2 = LayerNorm(config.d_model)
+        self.ffn = FeedForward(config.d_model, 4 * config.d_model, config.dropout, activation="gelu")
+        self.ffn.fc2.residual_projection = True
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
+        x = x + self.drop(self.attn(self.ln1(x), cache, layer))
+        return x + self.drop(self.ffn(self.ln2(x)))
+
+
+@torch.no_grad()
+def gpt2_init_(model: nn.Module, n_layer: int, std: float = 0.02) -> nn.Module:
+    """GPT-2 initialisation, in place: Linear and Embedding weights ~ N(0, std), biases 0,
+    residual projections (modules flagged ``residual_projection``) ~ N(0, std / sqrt(2 n_layer)).
+    LayerNorms keep ones / zeros."""
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            scale = std / math.sqrt(2 * n_layer) if getattr(module, "residual_projection", False) else std
+            nn.init.normal_(module.weight, mean=0.0, std=scale)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+    return model
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer. ``forward(idx (B, T), cache=None) -> logits (B, T, V)``.
+
+    With a :class:`KVCache`, ``idx`` holds only the *new* tokens; their positions start at
+    ``len(cache)`` and the cache is extended in place.
+    """
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.d_model)  # token embedding (V, d)
+        self.wpe = nn.Embedding(config.block_size, config.d_model)  # position embedding (block, d)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = LayerNorm(config.d_model)  # final LayerNorm (pre-LN leaves the stream un-normalised)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        gpt2_init_(self, config.n_layer)
+        self.lm_head.weight = self.wte.weight  # weight tying: one (V, d) matrix, used twice
+
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.n_layer)
+
+    def num_parameters(self) -> int:
+        """Parameters, counting the tied matrix once."""
+        return sum(p.numel() for p in self.parameters())
+
+    def hidden(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Final hidden states after ``ln_f``: ``(B, T) -> (B, T, d)``."""
+        B, T = idx.shape
+        start = 0 if cache is None else len(cache)
+        if start + T > self.config.block_size:
+            raise ValueError(f"sequence of {start + T} positions exceeds block_size={self.config.block_size}")
+        pos = torch.arange(start, start + T, device=idx.device)  # (T,)
+        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, d)
+        for layer, block in enumerate(self.blocks):
+            x = block(x, cache, layer)
+        return self.ln_f(x)
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        return self.lm_head(self.hidden(idx, cache))  # (B, T, V)
+
+
+# --------------------------------------------------------------------------- sampling
+def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``logits / temperature``: below 1 sharpens the distribution, above 1 flattens it."""
+    if temperature <= 0:
+        raise ValueError("temperature must be > 0 (use temperature=0 in generate() for greedy decoding)")
+    return logits / temperature
+
+
+def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
+    """Keep the ``k`` largest logits of the last axis (ties with the k-th are kept), set the rest to -inf."""
+    if k is None or k >= logits.size(-1):
+        return logits
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float | None) -> torch.Tensor:
+    """Nucleus filter: keep the smallest set of most likely tokens whose probabilities add up to
+    at least ``p`` (the token that crosses ``p`` is kept, and so always the most likely one)."""
+    if p is None or p >= 1.0:
+        return logits
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+    probs = torch.softmax(sorted_logits, dim=-1)
+    mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
+    drop_sorted = mass_before >= p  # already reached p without this token
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
+                generator: torch.Generator | None) -> torch.Tensor:
+    """``logits (B, V)`` -> next ids ``(B, 1)``: greedy when temperature == 0, else sample."""
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = top_p_filter(top_k_filter(apply_temperature(logits, temperature), top_k), top_p)
+    probs = torch.softmax(logits.float(), dim=-1)
+    return torch.multinomial(probs, 1, generator=generator)
+
+
+@torch.no_grad()
+def generate(
+    model: GPT,
+    idx: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Extend ``idx (B, T0)`` by ``max_new_tokens`` tokens -> ``(B, T0 + max_new_tokens)``.
+
+    ``temperature=0`` is greedy decoding. Without the cache every step runs the model on the
+    whole (cropped) context; with it, one prefill on the prompt, then one position per step.
+    When the context outgrows ``block_size`` both crop to the last ``block_size`` tokens (the
+    cache is rebuilt from the cropped window, so tokens stay identical, but that step is not faster).
+    """
+    was_training = model.training
+    model.eval()
+    block = model.config.block_size
+    cache = None
+    for _ in range(max_new_tokens):
+        if not use_cache:
+            logits = model(idx[:, -block:])[:, -1]  # (B, V)
+        elif cache is None or len(cache) >= block:
+            cache = model.new_cache()
+            logits = model(idx[:, -block:], cache)[:, -1]  # prefill
+        else:
+            logits = model(idx[:, -1:], cache)[:, -1]  # one new position
+        nxt = _next_token(logits, temperature, top_k, top_p, generator)
+        idx = torch.cat([idx, nxt], dim=1)
+    model.train(was_training)
+    return idx
+
+
+# --------------------------------------------------------------------------- language-model data and training
+def lm_batch(
+    data: torch.Tensor, block_size: int, batch_size: int, generator: torch.Generator | None = None,
+    device: torch.device | str = "cpu",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of a 1-d token stream: inputs ``x (B, T)`` and targets ``y = x shifted by one``
+    (``y[:, t]`` is the token after ``x[:, t]``), the next-token objective of seed 002."""
+    starts = torch.randint(0, len(data) - block_size, (batch_size,), generator=generator)  # (B,)
+    offsets = torch.arange(block_size)  # (T,)
+    x = data[starts[:, None] + offsets]  # (B, T)
+    y = data[starts[:, None] + offsets + 1]  # (B, T)
+    return x.to(device), y.to(device)
+
+
+def bigram_log_probs(data: torch.Tensor, vocab_size: int, alpha: float = 0.1) -> torch.Tensor:
+    """Counted bigram model ``log P(next | current)`` ``(V, V)`` with add-``alpha`` smoothing."""
+    counts = torch.zeros(vocab_size, vocab_size, dtype=torch.float64)
+    pairs = data[:-1] * vocab_size + data[1:]
+    counts.view(-1).index_add_(0, pairs, torch.ones(len(pairs), dtype=torch.float64))
+    counts += alpha
+    return (counts / counts.sum(dim=1, keepdim=True)).log().float()
+
+
+def bigram_loss(log_probs: torch.Tensor, data: torch.Tensor) -> float:
+    """Mean cross-entropy (nats per token) of the bigram model on a token stream."""
+    return float(-log_probs[data[:-1], data[1:]].mean())
+
+
+@torch.no_grad()
+def estimate_loss(model: GPT, data: torch.Tensor, batches: int = 20, batch_size: int = 32,
+                  seed: int = 0, device: torch.device | str = "cpu") -> float:
+    """Mean next-token cross-entropy over ``batches`` fixed random windows (same windows every call)."""
+    was_training = model.training
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    total = 0.0
+    for _ in range(batches):
+        x, y = lm_batch(data, model.config.block_size, batch_size, gen, device)
+        logits = model(x)
+        total += F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1)).item()
+    model.train(was_training)
+    return total / batches
+
+
+def train_lm(
+    model: GPT,
+    train_data: torch.Tensor,
+    val_data: torch.Tensor,
+    *,
+    steps: int,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    warmup: int = 100,
+    weight_decay: float = 0.1,
+    eval_every: int = 100,
+    eval_batches: int = 10,
+    seed: int = 0,
+    device: torch.device | str = "cpu",
+) -> dict:
+    """AdamW with linear warm-up and cosine decay to lr/10. Returns a dict with ``steps`` (where
+    losses were evaluated), ``train`` and ``val`` losses there, ``train_batch`` (every step's loss),
+    ``seconds`` and ``tokens_per_s`` (training tokens per second, evaluation excluded)."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    optimiser = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+
+    def lr_at(step: int) -> float:
+        if step < warmup:
+            return lr * (step + 1) / warmup
+        progress = (step - warmup) / max(1, steps - warmup)
+        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+    gen = torch.Generator().manual_seed(seed)
+    history: dict = {"steps": [], "train": [], "val": [], "train_batch": []}
+    T = model.config.block_size
+    train_seconds = 0.0
+    model.train()
+    for step in range(steps + 1):
+        if step % eval_every == 0 or step == steps:
+            history["steps"].append(step)
+            history["train"].append(estimate_loss(model, train_data, eval_batches, batch_size, seed=1, device=device))
+            history["val"].append(estimate_loss(model, val_data, eval_batches, batch_size, seed=2, device=device))
+        if step == steps:
+            break
+        start = time.perf_counter()
+        for group in optimiser.param_groups:
+            group["lr"] = lr_at(step)
+        x, y = lm_batch(train_data, T, batch_size, gen, device)
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        history["train_batch"].append(loss.item())
+        train_seconds += time.perf_counter() - start
+    history["seconds"] = train_seconds
+    history["tokens_per_s"] = steps * batch_size * T / max(train_seconds, 1e-9)
+    return history
+
+
+# --------------------------------------------------------------------------- classification
+def last_token_pool(hidden: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """``hidden (B, T, d)``, ``lengths (B,)`` -> the state of each sequence's last real token ``(B, d)``.
+
+    In a causal model only the last position has read the whole sequence (right padding comes after it).
+    """
+    return hidden[torch.arange(hidden.size(0), device=hidden.device), lengths.to(hidden.device) - 1]
+
+
+class GPTClassifier(nn.Module):
+    """A (pretrained) :class:`GPT` body + a linear head on the last real token: ``(B, T), (B,) -> (B, C)``."""
+
+    def __init__(self, gpt: GPT, n_classes: int) -> None:
+        super().__init__()
+        self.gpt = gpt
+        self.head = nn.Linear(gpt.config.d_model, n_classes)
+
+    def forward(self, idx: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self.head(last_token_pool(self.gpt.hidden(idx), lengths))
+
+
+def encode_padded(texts: Sequence[str], tokenizer, pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Character ids, right-padded ``(B, T_max)``, and the lengths ``(B,)``."""
+    seqs = [tokenizer.encode(t) for t in texts]
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    ids = torch.full((len(seqs), int(lengths.max())), pad_id, dtype=torch.long)
+    for row, s in enumerate(seqs):
+        ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return ids, lengths
+
+
+# --------------------------------------------------------------------------- benchmarks
+def _sync(device: torch.device | str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@torch.no_grad()
+def generation_speed(
+    model: GPT, prompt_len: int = 16, new_tokens: int | None = None, batch_size: int = 1,
+    repeats: int = 3, device: torch.device | str = "cpu", seed: int = 0, cpu_threads: int | None = 1,
+) -> dict:
+    """Greedy generation tokens/s with and without the KV cache (median of ``repeats``).
+
+    ``new_tokens`` defaults to filling the context (``block_size - prompt_len``), so the cache is never
+    rebuilt. Returns ``{"with_cache", "without_cache", "speedup", "identical"}``.
+
+    On the CPU both are timed with ``cpu_threads`` threads (default 1): batch-1 decoding of a small
+    model is a chain of tiny operations, and extra threads only add synchronisation (on a busy
+    machine, a lot of it). ``None`` keeps torch's setting.
+    """
+    new_tokens = model.config.block_size - prompt_len if new_tokens is None else new_tokens
+    gen = torch.Generator().manual_seed(seed)
+    prompt = torch.randint(0, model.config.vocab_size, (batch_size, prompt_len), generator=gen).to(device)
+    result, outputs = {}, {}
+    threads = torch.get_num_threads()
+    if cpu_threads is not None and torch.device(device).type == "cpu":
+        torch.set_num_threads(cpu_threads)
+    try:
+        _time_both(model, prompt, new_tokens, repeats, device, result, outputs)
+    finally:
+        torch.set_num_threads(threads)
+    result["speedup"] = result["with_cache"] / result["without_cache"]
+    result["identical"] = bool(torch.equal(outputs[True], outputs[False]))
+    return result
+
+
+def _time_both(model, prompt, new_tokens, repeats, device, result, outputs) -> None:
+    batch_size = prompt.size(0)
+    for use_cache in (True, False):
+        times = []
+        for _ in range(repeats + 1):  # the first run warms up
+            _sync(device)
+            start = time.perf_counter()
+            outputs[use_cache] = generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)
+            _sync(device)
+            times.append(time.perf_counter() - start)
+        seconds = sorted(times[1:])[len(times[1:]) // 2]
+        result["with_cache" if use_cache else "without_cache"] = batch_size * new_tokens / seconds
+
+
+def training_speed(config: GPTConfig, batch_size: int = 32, steps: int = 10, warmup: int = 2,
+                   device: torch.device | str = "cpu", seed: int = 0) -> float:
+    """Training tokens/s (forward, backward, AdamW step) of a fresh :class:`GPT` on random tokens."""
+    torch.manual_seed(seed)
+    model = GPT(config).to(device)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    gen = torch.Generator().manual_seed(seed)
+    data = torch.randint(0, config.vocab_size, (10 * config.block_size * batch_size,), generator=gen)
+
+    def step() -> None:
+        x, y = lm_batch(data, config.block_size, batch_size, gen, device)
+        loss = F.cross_entropy(model(x).reshape(-1, config.vocab_size), y.reshape(-1))
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+
+    for _ in range(warmup):
+        step()
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    _sync(device)
+    return steps * batch_size * config.block_size / (time.perf_counter() - start)

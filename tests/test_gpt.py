@@ -1,0 +1,217 @@
+"""Unit tests of course_utils.gpt (CPU, small models, a few seconds)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils.gpt import (
+    GPT, GPTClassifier, GPTConfig, KVCache, apply_temperature, bigram_log_probs, bigram_loss, encode_padded,
+    generate, generation_speed, gpt2_init_, last_token_pool, lm_batch, top_k_filter, top_p_filter, train_lm,
+    training_speed,
+)
+from course_utils.corpus import CharTokenizer
+
+INF = float("inf")
+
+
+def small_model(seed: int = 0, **overrides) -> GPT:
+    torch.manual_seed(seed)
+    cfg = dict(vocab_size=31, block_size=24, n_layer=2, n_head=4, d_model=32)
+    cfg.update(overrides)
+    return GPT(GPTConfig(**cfg)).eval()
+
+
+# ---------------------------------------------------------------- model structure
+def test_weight_tying_shares_one_parameter():
+    m = small_model()
+    assert m.lm_head.weight is m.wte.weight
+    assert m.lm_head.weight.data_ptr() == m.wte.weight.data_ptr()
+    n_unique = sum(p.numel() for p in m.parameters())
+    assert m.num_parameters() == n_unique
+    # a gradient step on the head moves the embedding too
+    x = torch.randint(0, 31, (2, 5))
+    m(x).sum().backward()
+    assert m.wte.weight.grad is not None and m.lm_head.weight.grad is m.wte.weight.grad
+
+
+def test_gpt2_init_std():
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=64, block_size=32, n_layer=6, n_head=4, d_model=256))
+    # tolerance: std estimated from >= 65k samples, relative error ~0.3%; 5% is generous
+    assert m.wte.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    for block in m.blocks:
+        assert block.attn.qkv.weight.std().item() == pytest.approx(0.02, rel=0.05)
+        assert block.ffn.fc1.weight.std().item() == pytest.approx(0.02, rel=0.05)
+        for proj in (block.attn.proj, block.ffn.fc2):
+            assert proj.weight.std().item() == pytest.approx(0.02 / math.sqrt(12), rel=0.05)
+            assert proj.bias.abs().max().item() == 0.0
+        assert torch.equal(block.ln1.weight, torch.ones(256))
+    # the helper is idempotent on structure
+    gpt2_init_(m, 6)
+    assert m.lm_head.weight is m.wte.weight
+
+
+def test_causality_output_at_t_independent_of_later_inputs():
+    m = small_model(seed=1)
+    x = torch.randint(0, 31, (1, 12))
+    base = m(x)
+    for t in range(11):
+        y = x.clone()
+        y[0, t + 1:] = (y[0, t + 1:] + 7) % 31  # change every input after t
+        out = m(y)
+        assert torch.allclose(out[0, : t + 1], base[0, : t + 1], atol=1e-6), f"position {t} saw the future"
+        assert not torch.allclose(out[0, t + 1:], base[0, t + 1:], atol=1e-6)
+
+
+def test_causality_by_gradient():
+    m = small_model(seed=2)
+    emb = torch.randn(1, 8, 32, requires_grad=True)
+    h = emb
+    for block in m.blocks:
+        h = block(h)
+    for t in range(7):
+        (g,) = torch.autograd.grad(h[0, t].sum(), emb, retain_graph=True)
+        assert g[0, t + 1:].abs().max().item() == 0.0
+
+
+def test_too_long_sequence_raises():
+    m = small_model()
+    with pytest.raises(ValueError):
+        m(torch.zeros(1, 25, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- KV cache
+def test_cache_logits_match_full_pass():
+    m = small_model(seed=3)
+    x = torch.randint(0, 31, (3, 20))
+    full = m(x)
+    cache = m.new_cache()
+    parts = [m(x[:, :7], cache), m(x[:, 7:10], cache)] + [m(x[:, t:t + 1], cache) for t in range(10, 20)]
+    assert len(cache) == 20
+    torch.testing.assert_close(torch.cat(parts, 1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_kvcache_append():
+    c = KVCache(2)
+    assert len(c) == 0
+    k, v = c.append(0, torch.ones(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+    k, v = c.append(0, 2 * torch.ones(1, 2, 1, 4), torch.ones(1, 2, 1, 4))
+    assert k.shape == (1, 2, 4, 4) and len(c) == 4
+    assert torch.equal(k[:, :, -1], 2 * torch.ones(1, 2, 4))
+
+
+@pytest.mark.parametrize("kwargs", [dict(temperature=0), dict(temperature=1.0, top_k=5),
+                                    dict(temperature=0.8, top_p=0.9), dict(temperature=1.3)])
+def test_generate_identical_with_and_without_cache(kwargs):
+    m = small_model(seed=4)
+    prompt = torch.randint(0, 31, (2, 4))
+    # 30 new tokens: runs past block_size=24, so the cropping path is exercised as well
+    a = generate(m, prompt, 30, use_cache=True, generator=torch.Generator().manual_seed(9), **kwargs)
+    b = generate(m, prompt, 30, use_cache=False, generator=torch.Generator().manual_seed(9), **kwargs)
+    assert a.shape == (2, 34)
+    assert torch.equal(a, b)
+    assert torch.equal(a[:, :4], prompt)
+
+
+def test_greedy_is_argmax():
+    m = small_model(seed=5)
+    prompt = torch.randint(0, 31, (1, 3))
+    out = generate(m, prompt, 1, temperature=0)
+    assert out[0, -1].item() == m(prompt)[0, -1].argmax().item()
+
+
+def test_generation_speed_reports_identical_tokens():
+    m = small_model(seed=6)
+    r = generation_speed(m, prompt_len=4, new_tokens=8, repeats=1)
+    assert r["identical"] and r["with_cache"] > 0 and r["without_cache"] > 0
+    assert r["speedup"] == pytest.approx(r["with_cache"] / r["without_cache"])
+
+
+def test_training_speed_positive():
+    assert training_speed(GPTConfig(vocab_size=20, block_size=8, n_layer=1, n_head=2, d_model=16),
+                          batch_size=4, steps=2, warmup=1) > 0
+
+
+# ---------------------------------------------------------------- sampling filters
+def test_top_k_filter_exact():
+    z = torch.tensor([[1.0, 3.0, 2.0, 0.5], [0.0, -1.0, 4.0, 2.0]])
+    expected = torch.tensor([[-INF, 3.0, 2.0, -INF], [-INF, -INF, 4.0, 2.0]])
+    assert torch.equal(top_k_filter(z, 2), expected)
+    assert torch.equal(top_k_filter(z, None), z)
+    assert torch.equal(top_k_filter(z, 10), z)
+
+
+def test_top_p_filter_exact():
+    probs = torch.tensor([0.15, 0.5, 0.05, 0.3])
+    z = probs.log()
+    assert torch.equal(top_p_filter(z, 0.7), torch.tensor([-INF, z[1], -INF, z[3]]))   # 0.5 + 0.3 crosses 0.7
+    assert torch.equal(top_p_filter(z, 0.9), torch.tensor([z[0], z[1], -INF, z[3]]))   # 0.8 < 0.9: one more
+    assert torch.equal(top_p_filter(z, 0.3), torch.tensor([-INF, z[1], -INF, -INF]))   # the top token always stays
+    assert torch.equal(top_p_filter(z, 1.0), z)
+
+
+def test_top_p_matches_sorted_definition_on_random_logits():
+    torch.manual_seed(0)
+    z = 2 * torch.randn(50, 40)
+    out = top_p_filter(z, 0.8)
+    for row, filt in zip(z, out):
+        p = torch.softmax(row, -1)
+        order = p.argsort(descending=True)
+        cum = p[order].cumsum(0)
+        n_keep = int((cum < 0.8).sum()) + 1
+        kept = set(order[:n_keep].tolist())
+        assert kept == set(torch.nonzero(torch.isfinite(filt)).flatten().tolist())
+
+
+def test_temperature():
+    z = torch.tensor([1.0, 2.0])
+    assert torch.equal(apply_temperature(z, 0.5), torch.tensor([2.0, 4.0]))
+    with pytest.raises(ValueError):
+        apply_temperature(z, 0.0)
+
+
+# ---------------------------------------------------------------- data, baseline, training, classification
+def test_lm_batch_shift():
+    data = torch.arange(1000)
+    x, y = lm_batch(data, 16, 8, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (8, 16)
+    assert torch.equal(y, x + 1)
+
+
+def test_bigram_baseline():
+    data = torch.tensor([0, 1, 0, 1, 0, 1, 0, 1, 2])
+    lp = bigram_log_probs(data, 3, alpha=0.0 + 1e-9)
+    assert lp.exp().sum(1).sub(1).abs().max() < 1e-5
+    assert lp[0, 1].exp().item() == pytest.approx(1.0, abs=1e-6)
+    # uniform counts give log V
+    lp_uniform = bigram_log_probs(torch.tensor([0]), 4, alpha=1.0)
+    assert bigram_loss(lp_uniform, torch.tensor([0, 1, 2, 3])) == pytest.approx(math.log(4), rel=1e-6)
+
+
+def test_train_lm_reduces_loss_on_a_periodic_stream():
+    torch.manual_seed(0)
+    data = torch.arange(40).repeat(50) % 7  # perfectly predictable
+    m = GPT(GPTConfig(vocab_size=7, block_size=16, n_layer=1, n_head=2, d_model=32))
+    h = train_lm(m, data, data, steps=60, batch_size=8, lr=3e-3, warmup=5, eval_every=30, eval_batches=2)
+    assert h["steps"] == [0, 30, 60] and len(h["train_batch"]) == 60
+    assert h["val"][-1] < 0.5 * h["val"][0]
+    assert h["tokens_per_s"] > 0
+
+
+def test_last_token_pool_and_classifier():
+    h = torch.arange(24.0).reshape(2, 4, 3)
+    assert torch.equal(last_token_pool(h, torch.tensor([4, 2])), torch.stack([h[0, 3], h[1, 1]]))
+    tok = CharTokenizer.from_texts(["abc d"])
+    ids, lengths = encode_padded(["ab", "abc d"], tok)
+    assert ids.shape == (2, 5) and lengths.tolist() == [2, 5]
+    m = small_model(vocab_size=len(tok))
+    clf = GPTClassifier(m, 2).eval()
+    logits = clf(ids, lengths)
+    assert logits.shape == (2, 2)
+    # padding after the last real token does not change the prediction (causal model)
+    alone = clf(ids[:1, :2], lengths[:1])
+    torch.testing.assert_close(alone, logits[:1], atol=1e-5, rtol=1e-5)
