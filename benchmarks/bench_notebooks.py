@@ -85,11 +85,13 @@ def main() -> int:
     if notes:
         lines += ["", f"\\* read from the executed copies in build/executed/ (runs between {min(notes)} and {max(notes)}), "
                   "not measured in this run."]
-    body = (f"Each notebook executed top to bottom in a fresh `attention-course` kernel, device `{device}`. "
+    body = (f"Each notebook executed top to bottom in a fresh `attention-course` kernel, device `{device}` "
+            f"(in the ci profile the kernel uses one torch thread, see `course_utils.session.start`). "
             f"Budgets per notebook: {budgets}.\n\n" + "\n".join(lines) +
             f"\n\nCommand: `python benchmarks/bench_notebooks.py {' '.join(args.assignments) + ' ' if args.assignments else ''}"
             f"--profiles {' '.join(args.profiles)}{' --from-executed ' + ' '.join(args.from_executed) if args.from_executed else ''}`.\n")
-    path = write_result(f"notebooks-{device.type}", f"Notebook execution times ({', '.join(profiles)})", body, device)
+    path = write_result(f"notebooks-{device.type}", f"Notebook execution times ({', '.join(profiles)})", body, device,
+                        threads=False)
     print(f"wrote {path}")
     return 1 if failed else 0
 

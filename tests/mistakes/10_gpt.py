@@ -54,6 +54,12 @@ MISTAKES = [
                   "out, _ = masked_attention(q, k_new, v_new, causal_mask(q.size(-2), device=q.device))"),),
     ),
     Mistake(
+        cell="cached_attention_step",
+        name="no mask (fine for one new token, wrong for a chunk or the prompt)",
+        rejected_by=("test_cached_attention_step",),
+        replace=(("out, _ = masked_attention(q, k_all, v_all, mask)", "out, _ = masked_attention(q, k_all, v_all)"),),
+    ),
+    Mistake(
         cell="last_token_pool",
         name="takes the last column (a padding position)",
         rejected_by=("test_last_token_pool",),
