@@ -32,7 +32,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_result  # noqa: E402
 
-from course_utils.benchmark import PeakMemory  # noqa: E402
+from course_utils.benchmark import PeakMemory, synchronize  # noqa: E402
 from course_utils.device import get_device  # noqa: E402
 from course_utils.multihead import MultiHeadAttention, split_heads  # noqa: E402
 
@@ -61,11 +61,6 @@ def forward_backward(fn, x: torch.Tensor) -> None:
     fn(x).sum().backward()
 
 
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def measure(lengths: list[int], batch: int, d_model: int, n_heads: int, repeats: int, device: torch.device) -> list[dict]:
     impls = implementations(d_model, n_heads, device)
     rows = []
@@ -76,10 +71,10 @@ def measure(lengths: list[int], batch: int, d_model: int, n_heads: int, repeats:
             forward_backward(fn, x)
         for _ in range(repeats):
             for name, fn in impls.items():  # interleaved
-                sync(device)
+                synchronize(device)
                 start = time.perf_counter()
                 forward_backward(fn, x)
-                sync(device)
+                synchronize(device)
                 times[name].append(time.perf_counter() - start)
         peaks = {}
         for name, fn in impls.items():

@@ -17,7 +17,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-__all__ = ["PeakMemory", "peak_memory", "time_call"]
+__all__ = ["PeakMemory", "peak_memory", "synchronize", "time_call"]
 
 
 class PeakMemory(TorchDispatchMode):
@@ -58,7 +58,8 @@ def peak_memory(fn: Callable[[], Any]) -> int:
     return meter.peak
 
 
-def _sync(device: torch.device | str | None) -> None:
+def synchronize(device: torch.device | str | None) -> None:
+    """Wait for queued CUDA work on ``device`` (nothing to wait for on the CPU)."""
     if device is not None and torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -70,10 +71,10 @@ def time_call(fn: Callable[[], Any], repeats: int = 5, warmup: int = 1, device: 
         fn()
     times = []
     for _ in range(repeats):
-        _sync(device)
+        synchronize(device)
         start = time.perf_counter()
         fn()
-        _sync(device)
+        synchronize(device)
         times.append(time.perf_counter() - start)
     times.sort()
     return times[len(times) // 2]

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.benchmark import synchronize, time_call
 from course_utils.blocks import FeedForward, LayerNorm
 from course_utils.masking import causal_mask
 from course_utils.multihead import merge_heads, split_heads
@@ -384,11 +385,6 @@ def encode_padded(texts: Sequence[str], tokenizer, pad_id: int = 0) -> tuple[tor
 
 
 # --------------------------------------------------------------------------- benchmarks
-def _sync(device: torch.device | str) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 @torch.no_grad()
 def generation_speed(
     model: GPT, prompt_len: int = 16, new_tokens: int | None = None, batch_size: int = 1,
@@ -411,26 +407,17 @@ def generation_speed(
     if cpu_threads is not None and torch.device(device).type == "cpu":
         torch.set_num_threads(cpu_threads)
     try:
-        _time_both(model, prompt, new_tokens, repeats, device, result, outputs)
+        for use_cache in (True, False):
+            def run(use_cache: bool = use_cache) -> None:
+                outputs[use_cache] = generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)
+
+            seconds = time_call(run, repeats=repeats, warmup=1, device=device)
+            result["with_cache" if use_cache else "without_cache"] = batch_size * new_tokens / seconds
     finally:
         torch.set_num_threads(threads)
     result["speedup"] = result["with_cache"] / result["without_cache"]
     result["identical"] = bool(torch.equal(outputs[True], outputs[False]))
     return result
-
-
-def _time_both(model, prompt, new_tokens, repeats, device, result, outputs) -> None:
-    batch_size = prompt.size(0)
-    for use_cache in (True, False):
-        times = []
-        for _ in range(repeats + 1):  # the first run warms up
-            _sync(device)
-            start = time.perf_counter()
-            outputs[use_cache] = generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)
-            _sync(device)
-            times.append(time.perf_counter() - start)
-        seconds = sorted(times[1:])[len(times[1:]) // 2]
-        result["with_cache" if use_cache else "without_cache"] = batch_size * new_tokens / seconds
 
 
 def training_speed(config: GPTConfig, batch_size: int = 32, steps: int = 10, warmup: int = 2,
@@ -451,9 +438,9 @@ def training_speed(config: GPTConfig, batch_size: int = 32, steps: int = 10, war
 
     for _ in range(warmup):
         step()
-    _sync(device)
+    synchronize(device)
     start = time.perf_counter()
     for _ in range(steps):
         step()
-    _sync(device)
+    synchronize(device)
     return steps * batch_size * config.block_size / (time.perf_counter() - start)
