@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import time
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import torch
@@ -23,6 +23,7 @@ from course_utils.seq2seq_data import CharVocab, encode_dataset, make_loader, pa
 
 __all__ = [
     "train_seq2seq",
+    "decode_strings",
     "translate",
     "char_accuracy",
     "bucket_label",
@@ -75,7 +76,45 @@ def train_seq2seq(
     return losses
 
 
+# decode(src (B, S), src_len (B,), limit) -> (ids (B, T_out), weights (B, T_out, S) or None)
+Decoder = Callable[[torch.Tensor, torch.Tensor, int], tuple]
+
+
 @torch.no_grad()
+def decode_strings(
+    decode: Decoder,
+    sources: Sequence[str],
+    vocab: CharVocab,
+    *,
+    max_len: int | None = None,
+    batch_size: int = 256,
+    device: torch.device | str = "cpu",
+    return_attention: bool = False,
+):
+    """Decode ``sources`` in padded batches with ``decode(src (B, S), src_len (B,), limit) -> (ids, weights)``.
+
+    Returns the output strings; with ``return_attention`` also one ``(T_out, S)`` weight matrix per
+    input (``None`` where ``decode`` gives no weights). Shared by the RNN and transformer models.
+    """
+    outputs: list[str] = []
+    attention: list = []
+    for start in range(0, len(sources), batch_size):
+        chunk = list(sources[start : start + batch_size])
+        src, src_len = pad_sequences([vocab.encode(s) for s in chunk], vocab.pad_id)
+        limit = max_len or int(src_len.max()) + 12
+        ids, weights = decode(src.to(device), src_len, limit)
+        for row in range(len(chunk)):
+            text = vocab.decode(ids[row])
+            outputs.append(text)
+            if return_attention:
+                if weights is None:
+                    attention.append(None)
+                else:
+                    n_out = min(len(text) + 1, ids.size(1))  # the characters and the <eos>
+                    attention.append(weights[row, :n_out, : int(src_len[row])].cpu())
+    return (outputs, attention) if return_attention else outputs
+
+
 def translate(
     model: Seq2Seq,
     sources: Sequence[str],
@@ -89,23 +128,9 @@ def translate(
     """Greedy outputs (strings) for ``sources``; with ``return_attention`` also a list of
     ``(T_out, S)`` weight matrices (``None`` for a model without attention)."""
     model.eval()
-    outputs: list[str] = []
-    attention: list = []
-    for start in range(0, len(sources), batch_size):
-        chunk = list(sources[start : start + batch_size])
-        src, src_len = pad_sequences([vocab.encode(s) for s in chunk], vocab.pad_id)
-        limit = max_len or int(src_len.max()) + 12
-        ids, weights = greedy_decode(model, src.to(device), src_len, limit)
-        for row in range(len(chunk)):
-            text = vocab.decode(ids[row])
-            outputs.append(text)
-            if return_attention:
-                if weights is None:
-                    attention.append(None)
-                else:
-                    n_out = min(len(text) + 1, ids.size(1))  # the characters and the <eos>
-                    attention.append(weights[row, :n_out, : int(src_len[row])].cpu())
-    return (outputs, attention) if return_attention else outputs
+    decode = lambda src, src_len, limit: greedy_decode(model, src, src_len, limit)  # noqa: E731
+    return decode_strings(decode, sources, vocab, max_len=max_len, batch_size=batch_size, device=device,
+                          return_attention=return_attention)
 
 
 def char_accuracy(prediction: str, target: str) -> float:

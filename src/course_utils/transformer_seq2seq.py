@@ -37,8 +37,8 @@ from course_utils.blocks import DecoderBlock, EncoderBlock, LayerNorm
 from course_utils.masking import causal_mask, combine, key_mask, padding_mask
 from course_utils.positional import SinusoidalPositionalEncoding
 from course_utils.rnn_seq2seq import shift_right
-from course_utils.seq2seq_data import CharVocab, encode_dataset, make_loader, pad_sequences
-from course_utils.seq2seq_train import accuracy_by_bucket
+from course_utils.seq2seq_data import CharVocab, encode_dataset, make_loader
+from course_utils.seq2seq_train import accuracy_by_bucket, decode_strings
 
 __all__ = [
     "source_mask",
@@ -331,29 +331,19 @@ def translate(
 ):
     """Outputs (strings) for ``sources``, greedy (``beam_size=1``) or by beam search.
 
-    With ``return_attention`` (greedy only) also a list of ``(T_out, S)`` cross-attention
-    matrices (last decoder layer, mean over heads), as :func:`course_utils.seq2seq_train.translate`.
+    With ``return_attention`` also a list of ``(T_out, S)`` cross-attention matrices (last decoder
+    layer, mean over heads), as :func:`course_utils.seq2seq_train.translate`; ``None`` per input
+    with beam search, which keeps no weights.
     """
     model.eval()
-    outputs: list[str] = []
-    attention: list = []
-    for start in range(0, len(sources), batch_size):
-        chunk = list(sources[start : start + batch_size])
-        src, src_len = pad_sequences([vocab.encode(s) for s in chunk], vocab.pad_id)
-        src = src.to(device)
-        limit = max_len or int(src_len.max()) + 12
+
+    def decode(src: torch.Tensor, src_len: torch.Tensor, limit: int):
         if beam_size > 1:
-            ids, _ = beam_search(model, src, src_len, limit, beam_size)
-            weights = None
-        else:
-            ids, weights = greedy_decode(model, src, src_len, limit)
-        for row in range(len(chunk)):
-            text = vocab.decode(ids[row])
-            outputs.append(text)
-            if return_attention and weights is not None:
-                n_out = min(len(text) + 1, ids.size(1))  # the characters and the <eos>
-                attention.append(weights[row, :n_out, : int(src_len[row])].cpu())
-    return (outputs, attention) if return_attention else outputs
+            return beam_search(model, src, src_len, limit, beam_size)[0], None
+        return greedy_decode(model, src, src_len, limit)
+
+    return decode_strings(decode, sources, vocab, max_len=max_len, batch_size=batch_size, device=device,
+                          return_attention=return_attention)
 
 
 def evaluate_by_length(
