@@ -126,9 +126,9 @@ def make_sentiment(
     rng = random.Random(seed)
     names, weights = zip(*_MIX)
 
-    def draw_iid(n: int, exclude: set[str]) -> dict[str, list]:
+    def draw_iid(n: int, avoid: set[str] | None) -> dict[str, list]:
+        """``n`` rows outside the held-out bags; with ``avoid``, distinct and never in ``avoid``."""
         rows: dict[str, list] = {"text": [], "label": [], "template": []}
-        seen = set(exclude)
         budget = 200 * n + 1000
         while len(rows["text"]) < n and budget:
             budget -= 1
@@ -136,10 +136,10 @@ def make_sentiment(
             text, label = rng.choice(_MAKERS[name](rng))
             if _held_out(text, held_out_fraction, seed) and name in _PAIRED:
                 continue
-            if text in seen and exclude:
-                continue
-            if exclude:
-                seen.add(text)
+            if avoid is not None:
+                if text in avoid:
+                    continue
+                avoid.add(text)
             rows["text"].append(text)
             rows["label"].append(label)
             rows["template"].append(name)
@@ -147,7 +147,7 @@ def make_sentiment(
             raise ValueError("could not draw enough distinct sentences; ask for fewer")
         return rows
 
-    train = draw_iid(n_train, set())
+    train = draw_iid(n_train, None)
     test = draw_iid(n_test, set(train["text"]))
 
     contrast: dict[str, list] = {"text": [], "label": [], "template": []}
