@@ -103,3 +103,98 @@ def test_infinities_must_match_exactly():
             check_close(wrong, expected, "mask")
     with pytest.raises(CheckFailed, match="contains inf"):
         check_close(torch.tensor([float("inf"), 1.0]), torch.tensor([2.0, 1.0]), "x")
+
+
+# ---- behaviour checks: device, dtype, backward, generator, reference, bans ----------
+
+import torch.nn.functional as F  # noqa: E402
+
+from course_utils.checks import (  # noqa: E402
+    banned_calls,
+    check_backward,
+    check_defined_here,
+    check_device_dtype,
+    check_generator,
+    own_work,
+)
+
+
+def _causal_softmax(x, *, device_kw=True, to_style=False):
+    T = x.size(-1)
+    if to_style:
+        keep = torch.tril(torch.ones(T, T)).to(x.device) == 1
+    else:
+        keep = torch.ones(T, T, dtype=torch.bool, **({"device": x.device} if device_kw else {})).tril()
+    return x.masked_fill(~keep, float("-inf")).softmax(-1)
+
+
+def test_check_device_dtype_accepts_right_answers_in_several_styles():
+    x = torch.randn(2, 4, 4)
+    check_device_dtype(_causal_softmax, x, name="device=")
+    check_device_dtype(lambda x: _causal_softmax(x, to_style=True), x, name=".to(x.device)")
+    check_device_dtype(lambda x: x * int(x.abs().sum().item() > 0), x, name="needs data (no meta)")
+    check_device_dtype(torch.nn.Linear(4, 3), x, name="a module")
+
+
+@pytest.mark.parametrize("wrong, words", [
+    (lambda x: _causal_softmax(x, device_kw=False), "mixes devices"),
+    (lambda x: x + torch.zeros(x.shape[-1], device=x.device), "float64 for float32"),
+    (lambda x: x.float() * 2, "float32 for float64"),
+    (lambda x: torch.zeros(x.shape), "returned a tensor on cpu"),
+])
+def test_check_device_dtype_rejects_tensors_made_without_device_or_dtype(wrong, words):
+    with pytest.raises(CheckFailed, match=words):
+        check_device_dtype(wrong, torch.randn(2, 4, 4), name="f")
+
+
+def test_check_backward_rejects_in_place_and_detached_and_compares_gradients():
+    x = torch.randn(2, 4, 4)
+    check_backward(_causal_softmax, x, name="ok", reference=lambda x: _causal_softmax(x, to_style=True))
+
+    def in_place(x):
+        y = x.softmax(-1)
+        y.mul_(2)
+        return y
+
+    with pytest.raises(CheckFailed, match="in place"):
+        check_backward(in_place, x, name="f")
+    with pytest.raises(CheckFailed, match="cut from the graph"):
+        check_backward(lambda x: x.detach() * 2, x, name="f")
+    with pytest.raises(CheckFailed, match="gradient of f"):
+        check_backward(lambda x: x * 2, x, name="f", reference=lambda x: x * 3)
+
+
+def test_check_generator_needs_the_generator_to_be_used():
+    check_generator(lambda n, generator=None: torch.rand(n, generator=generator), 10, name="ok")
+    with pytest.raises(CheckFailed, match="global random generator"):
+        check_generator(lambda n, generator=None: torch.rand(n), 10, name="f")
+    with pytest.raises(CheckFailed, match="same result for two different"):
+        check_generator(lambda n, generator=None: torch.zeros(n), 10, name="f")
+
+
+def test_own_work_catches_the_reference_called_directly_or_wrapped():
+    from course_utils.attention import scaled_dot_product_attention as reference
+
+    q = torch.randn(2, 3, 4)
+    with own_work("course_utils.attention.scaled_dot_product_attention"):
+        torch.softmax(q @ q.transpose(-2, -1) / 2, -1) @ q  # own code: fine
+    for call in (lambda: reference(q, q, q), lambda: (lambda a: reference(a, a, a))(q)):
+        with pytest.raises(CheckFailed, match="reference implementation"):
+            with own_work("course_utils.attention.scaled_dot_product_attention"):
+                call()
+    with pytest.raises(CheckFailed, match="not from this notebook"):
+        check_defined_here(reference, "scaled_dot_product_attention")
+
+
+@pytest.mark.parametrize("route", [
+    lambda x: torch.softmax(x, -1), lambda x: F.softmax(x, -1), lambda x: x.softmax(-1),
+    lambda x: torch.nn.Softmax(-1)(x), lambda x: torch.special.softmax(x, -1), lambda x: x.log_softmax(-1).exp(),
+])
+def test_banned_calls_catch_every_route_to_a_banned_function(route):
+    x = torch.randn(3, 5)
+    with pytest.raises(CheckFailed, match="asks you not to use"):
+        with banned_calls("softmax", "log_softmax"):
+            route(x)
+    with banned_calls("softmax", "log_softmax"):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        e / e.sum(-1, keepdim=True)

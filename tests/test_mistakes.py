@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.tooling.mistakes import Mistake, load_mistakes
+from collections import Counter
+
+from course_utils.tooling.mistakes import KINDS, Mistake, load_accepted, load_mistakes
 from course_utils.tooling.rejection import check_rejections
 
 from conftest import ROOT, assignment_names
@@ -17,12 +19,30 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("assignment", assignment_names())
-def test_every_curated_mistake_is_rejected(assignment):
+def test_every_curated_mistake_is_rejected_and_every_right_answer_accepted(assignment):
     mistakes = load_mistakes(ROOT, assignment)
-    results = check_rejections(ROOT, assignment, mistakes)
+    accepted = load_accepted(ROOT, assignment)
+    results = check_rejections(ROOT, assignment, [*mistakes, *accepted])
     problems = [r.describe() for r in results if not r.ok]
     assert not problems, "\n".join(problems)
-    assert len(results) == 1 + len(mistakes), "every mistake must be checked"
+    assert len(results) == 1 + len(mistakes) + len(accepted), "every mistake and right answer must be checked"
+
+
+def test_mistake_classes_per_notebook(capsys):
+    """Every curated mistake names its class; print the count per class per notebook."""
+    rows, unclassified = [], []
+    for assignment in assignment_names():
+        mistakes = load_mistakes(ROOT, assignment)
+        unclassified += [f"{assignment}: {m.name}" for m in mistakes if m.kind is None]
+        counts = Counter(m.kind for m in mistakes)
+        rows.append((assignment, counts, len(load_accepted(ROOT, assignment))))
+    with capsys.disabled():
+        print("\nmistakes per class (and alternative right answers) per notebook:")
+        print(f"  {'notebook':<24}" + "".join(f"{k[:6]:>7}" for k in KINDS) + f"{'total':>7}{'right':>7}")
+        for assignment, counts, n_right in rows:
+            print(f"  {assignment:<24}" + "".join(f"{counts.get(k, 0):>7}" for k in KINDS)
+                  + f"{sum(counts.values()):>7}{n_right:>7}")
+    assert not unclassified, "mistakes without a kind:\n" + "\n".join(unclassified)
 
 
 def test_a_mistake_the_tests_cannot_see_is_reported():

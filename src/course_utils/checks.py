@@ -8,7 +8,12 @@ when the answer is right.
 
 from __future__ import annotations
 
+import copy
+import importlib
 import math
+import os
+import sys
+import types
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
@@ -25,6 +30,12 @@ __all__ = [
     "check_scalar",
     "check_raises",
     "substitute",
+    "check_device_dtype",
+    "check_backward",
+    "check_generator",
+    "own_work",
+    "check_defined_here",
+    "banned_calls",
 ]
 
 
@@ -194,3 +205,405 @@ def substitute(namespace: dict[str, Any], **replacements: Any) -> Iterator[None]
                 namespace.pop(name, None)
             else:
                 namespace[name] = value
+
+
+
+# --------------------------------------------------------------------------------------
+# Checks of behaviour students get wrong without noticing: devices, dtypes, gradients,
+# generators, and using the course's own implementation instead of writing one.
+# --------------------------------------------------------------------------------------
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    """Every tensor in a (nested) tuple / list / dict / namedtuple, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_in(v)]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors_in(v)]
+    return []
+
+
+def _map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, dict):
+        return {k: _map_tensors(v, fn) for k, v in value.items()}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
+        return type(value)(*(_map_tensors(v, fn) for v in value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map_tensors(v, fn) for v in value)
+    return value
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:300] if text else ''}"
+
+
+_DEVICE_WORDS = ("device", "meta", "same device", "expected all tensors")
+
+
+@contextmanager
+def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def _module_like(module: torch.nn.Module, args: Any, kwargs: Any) -> torch.nn.Module:
+    """A copy of ``module`` on the device, and in the float dtype, of the first tensor input."""
+    first = (_tensors_in((args, kwargs)) or [None])[0]
+    copy_ = copy.deepcopy(module)
+    if first is None:
+        return copy_
+    copy_ = copy_.to(first.device)
+    floats = [t for t in _tensors_in((args, kwargs)) if t.is_floating_point()]
+    return copy_.to(floats[0].dtype) if floats else copy_
+
+
+def check_device_dtype(
+    fn: Callable[..., Any],
+    *args: Any,
+    name: str,
+    check_dtype: bool = True,
+    hint: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """Fail unless ``fn(*args, **kwargs)`` keeps to the device and dtype of its inputs.
+
+    Device: the call runs again with every tensor argument moved to PyTorch's ``meta``
+    device (shapes, no data). A tensor the function creates without ``device=`` lands on
+    the CPU and meets a meta tensor, which fails exactly as it would on a GPU kernel.
+    Functions that need data (``.item()``, data-dependent shapes) cannot run on meta;
+    then only the output's device is compared with the input's.
+
+    Dtype (``check_dtype``): float inputs in float64, then float32 with float64 as
+    PyTorch's default dtype; float outputs must have the inputs' float dtype both times
+    (a tensor made without ``dtype=`` would change it, as it would for half precision).
+    """
+    __tracebackhide__ = True
+    device_hint = hint or (
+        "create every new tensor on the input's device (device=x.device, or the *_like "
+        "functions), and move masks and index tensors there too."
+    )
+    if isinstance(fn, torch.nn.Module):  # a module moves with its inputs: its own copy per run
+        module = fn
+        fn = lambda *a, **k: _module_like(module, a, k)(*a, **k)  # noqa: E731
+    # 1. device, on meta
+    meta_args = _map_tensors(args, lambda t: t.detach().to("meta"))
+    meta_kwargs = _map_tensors(kwargs, lambda t: t.detach().to("meta"))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*meta_args, **meta_kwargs)
+    except CheckFailed:
+        raise
+    except Exception as error:  # noqa: BLE001 - the student's code may raise anything
+        message = str(error).lower()
+        if "meta" in message and any(w in message for w in ("expected device", "not on the expected device", "same device", "devices")):
+            _fail(f"{name} mixes devices: {_short(error)}. The inputs were on one device and a tensor "
+                  "created inside the function on another; on a GPU this call would crash.", device_hint)
+        out = None  # meta cannot run this function (it needs data): compare devices below
+    if out is not None:
+        stray = [t for t in _tensors_in(out) if t.device.type != "meta"]
+        if stray:
+            _fail(f"{name} returned a tensor on {stray[0].device} although every input was on another "
+                  "device: it was created without device=. On a GPU it would come back on the CPU.", device_hint)
+    else:
+        inputs = _tensors_in((args, kwargs))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*args, **kwargs)
+        if inputs:
+            device = inputs[0].device
+            wrong = [t for t in _tensors_in(out) if t.device != device]
+            if wrong:
+                _fail(f"{name} returned a tensor on {wrong[0].device}, but its inputs are on {device}.", device_hint)
+    if not check_dtype:
+        return
+    # 2. dtype, twice: float64 inputs; float32 inputs with float64 as the default dtype
+    for input_dtype, default in ((torch.float64, torch.float32), (torch.float32, torch.float64)):
+        cast = lambda t: t.detach().to(input_dtype) if t.is_floating_point() else t  # noqa: E731
+        with _default_dtype(default), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                out = fn(*_map_tensors(args, cast), **_map_tensors(kwargs, cast))
+            except CheckFailed:
+                raise
+            except Exception as error:  # noqa: BLE001
+                _fail(f"{name} fails on {str(input_dtype).replace('torch.', '')} inputs: {_short(error)}. "
+                      "It should work for any float dtype.",
+                      hint or "do not hard-code float32: take dtypes from the inputs (dtype=x.dtype, *_like).")
+        wrong = [t.dtype for t in _tensors_in(out) if t.is_floating_point() and t.dtype != input_dtype]
+        if wrong:
+            _fail(f"{name} returned {str(wrong[0]).replace('torch.', '')} for "
+                  f"{str(input_dtype).replace('torch.', '')} inputs: the output should keep the input's dtype.",
+                  hint or "a tensor created without dtype= (zeros, full, tensor, arange...) or a .float() call "
+                          "changes the dtype: take it from the inputs (dtype=x.dtype, or the *_like functions).")
+
+
+def check_backward(
+    fn: Callable[..., Any],
+    *args: Any,
+    name: str,
+    reference: Callable[..., Any] | None = None,
+    wrt: Sequence[int] | None = None,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    hint: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """Fail unless gradients flow through ``fn(*args, **kwargs)`` back to its inputs.
+
+    The float tensor arguments (or those at positions ``wrt``) become leaves that require
+    grad; a fixed random weighting of every finite float output is summed and
+    back-propagated. Fails on an error in backward (typically an in-place operation on a
+    tensor autograd needed), on an output cut from the graph (``.detach()``, ``.data``,
+    ``torch.no_grad()``), and on NaN gradients. With ``reference``, the gradients of the
+    same loss through ``reference(*args)`` must match.
+    """
+    __tracebackhide__ = True
+
+    def leaves() -> list[Any]:
+        out = []
+        for i, a in enumerate(args):
+            wanted = (wrt is None and isinstance(a, torch.Tensor) and a.is_floating_point()) or (wrt is not None and i in wrt)
+            out.append(a.detach().clone().requires_grad_(True) if wanted else a)
+        return out
+
+    def loss_and_grads(function: Callable[..., Any], who: str) -> list[torch.Tensor | None]:
+        inputs = leaves()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = function(*inputs, **kwargs)
+        outputs = [t for t in _tensors_in(out) if t.is_floating_point()]
+        if not any(t.requires_grad for t in outputs):
+            _fail(f"{who}: no gradient can flow back through the output (it is cut from the graph).",
+                  hint or "do not use .detach(), .data, .item() or torch.no_grad() on the path from the inputs to the output.")
+        g = torch.Generator().manual_seed(1234)
+        loss = 0.0
+        for t in outputs:
+            if t.requires_grad:
+                weights = torch.randn(t.shape, generator=g, dtype=t.dtype).to(t.device)
+                loss = loss + torch.where(torch.isfinite(t), t * weights, torch.zeros_like(t)).sum()
+        try:
+            loss.backward()
+        except RuntimeError as error:
+            if "inplace" in str(error) or "in-place" in str(error):
+                _fail(f"{who}: the backward pass fails because a tensor autograd needed was changed in place "
+                      f"({_short(error)}).",
+                      hint or "use the out-of-place version (masked_fill instead of masked_fill_, x = x + y "
+                              "instead of x += y, no item assignment into a tensor that is used later).")
+            _fail(f"{who}: the backward pass fails: {_short(error)}.", hint)
+        return [a.grad if isinstance(a, torch.Tensor) and a.requires_grad else None for a in inputs]
+
+    grads = loss_and_grads(fn, name)
+    for i, grad in enumerate(grads):
+        if grad is not None and not bool(torch.isfinite(grad).all()):
+            _fail(f"{name}: the gradient of argument {i} contains NaN or inf.",
+                  hint or "a NaN gradient often comes from exp() overflowing, 0/0, or a softmax over a row "
+                          "of -inf that is patched afterwards.")
+    if reference is None:
+        return
+    expected = loss_and_grads(reference, f"reference for {name}")
+    for i, (grad, exp) in enumerate(zip(grads, expected)):
+        if exp is None:
+            continue
+        if grad is None:
+            _fail(f"{name}: no gradient reaches argument {i}, but the output depends on it.", hint)
+        check_close(grad, exp, f"gradient of {name} with respect to argument {i}", atol=atol, rtol=rtol, hint=hint)
+
+
+def _same(a: Any, b: Any) -> bool:
+    ta, tb = _tensors_in(a), _tensors_in(b)
+    if not ta and not tb:
+        return a == b
+    return len(ta) == len(tb) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(ta, tb))
+
+
+def check_generator(
+    fn: Callable[..., Any],
+    *args: Any,
+    name: str,
+    generator_kw: str = "generator",
+    hint: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """Fail unless ``fn`` draws its randomness from the generator it is given.
+
+    With the same seed the result must be the same whatever the global seed is, the
+    global random state must be left untouched, and another seed must change the result.
+    """
+    __tracebackhide__ = True
+    hint = hint or f"draw every random number with {generator_kw}= (torch.rand(..., generator=g)), never from the global generator."
+
+    def run(seed: int, global_seed: int) -> Any:
+        torch.manual_seed(global_seed)
+        before = torch.get_rng_state()
+        generator = torch.Generator().manual_seed(seed)
+        inputs = _map_tensors(args, lambda t: t.clone())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*inputs, **{**kwargs, generator_kw: generator})
+        if not torch.equal(before, torch.get_rng_state()):
+            _fail(f"{name} used PyTorch's global random generator although a {generator_kw} was given.", hint)
+        return out
+
+    first = run(0, 1)
+    if not _same(first, run(0, 2)):
+        _fail(f"{name} gave different results for the same {generator_kw} seed: it ignores the {generator_kw}.", hint)
+    if _same(first, run(1, 1)):
+        _fail(f"{name} gave the same result for two different {generator_kw} seeds: it ignores the {generator_kw}.", hint)
+
+
+def _resolve(path: str) -> Any:
+    """``"course_utils.gpt.top_p_filter"`` -> the object (module, class, function, method)."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            obj = getattr(obj, attribute)
+        return obj
+    raise ImportError(f"cannot resolve {path!r}")
+
+
+def _code_objects(obj: Any, seen: set[int] | None = None) -> set[types.CodeType]:
+    """Every code object that running ``obj`` (function, class, module) could enter."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return set()
+    seen.add(id(obj))
+    codes: set[types.CodeType] = set()
+    if isinstance(obj, (staticmethod, classmethod)):
+        return _code_objects(obj.__func__, seen)
+    if isinstance(obj, property):
+        return set().union(*(_code_objects(f, seen) for f in (obj.fget, obj.fset) if f))
+    if isinstance(obj, types.CodeType):
+        codes.add(obj)
+        for const in obj.co_consts:
+            if isinstance(const, types.CodeType):
+                codes |= _code_objects(const, seen)
+        return codes
+    if isinstance(obj, (types.FunctionType, types.MethodType)):
+        return _code_objects(getattr(obj, "__func__", obj).__code__, seen)
+    if isinstance(obj, type):
+        for value in vars(obj).values():
+            codes |= _code_objects(value, seen)
+        return codes
+    if isinstance(obj, types.ModuleType):
+        for value in vars(obj).values():
+            if getattr(value, "__module__", None) == obj.__name__:
+                codes |= _code_objects(value, seen)
+        return codes
+    wrapped = getattr(obj, "__wrapped__", None)
+    return _code_objects(wrapped, seen) if wrapped is not None else codes
+
+
+@contextmanager
+def _profiled(on_call: Callable[[types.FrameType, str, Any], None]) -> Iterator[None]:
+    previous = sys.getprofile()
+
+    def hook(frame: types.FrameType, event: str, arg: Any) -> None:
+        on_call(frame, event, arg)
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(hook)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+@contextmanager
+def own_work(*references: str, name: str = "your answer", hint: str | None = None) -> Iterator[None]:
+    """Fail when code run inside the block calls one of the course's reference implementations.
+
+    ``references`` are dotted paths (``"course_utils.gpt.top_p_filter"``, a class, or a
+    whole module). Tests wrap the student's call in it; expected values computed with the
+    reference outside the block are fine::
+
+        with own_work("course_utils.gpt.top_p_filter", name="top_p_filter"):
+            got = top_p_filter(logits, 0.9)
+    """
+    __tracebackhide__ = True
+    forbidden: dict[types.CodeType, str] = {}
+    for path in references:
+        for code in _code_objects(_resolve(path)):
+            forbidden[code] = path
+    used: list[str] = []
+
+    def on_call(frame: types.FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in forbidden and len(used) < 1:
+            used.append(forbidden[frame.f_code])
+
+    failure: BaseException | None = None
+    with _profiled(on_call):
+        try:
+            yield
+        except BaseException as error:  # noqa: BLE001 - re-raised below unless the reference explains it
+            failure = error
+    if used:
+        _fail(f"{name} calls the course's reference implementation {used[0]}: this exercise must be "
+              "your own code (imports of the reference are also flagged to the instructor).",
+              hint or "write the function yourself; later notebooks import the course's version for you.")
+    if failure is not None:
+        raise failure
+
+
+def check_defined_here(obj: Any, name: str) -> None:
+    """Fail unless ``obj`` (a function or class) was defined in the notebook, not imported."""
+    __tracebackhide__ = True
+    module = getattr(obj, "__module__", None)
+    code = getattr(getattr(obj, "__func__", obj), "__code__", None)
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    in_package = code is not None and os.path.abspath(code.co_filename).startswith(package_dir)
+    if module != "__main__" or in_package:
+        _fail(f"{name} comes from {module}, not from this notebook: the exercise asks you to write it yourself.",
+              "define it in the answer cell (def/class), without importing the course's version.")
+
+
+@contextmanager
+def banned_calls(*function_names: str, name: str = "your answer", hint: str | None = None) -> Iterator[None]:
+    """Fail when code run inside the block calls a torch function with one of these names.
+
+    ``banned_calls("softmax")`` catches ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``,
+    ``nn.Softmax``, ``torch.special.softmax`` and ``torch._softmax``; list ``"log_softmax"``
+    too to stop ``log_softmax().exp()``.
+    """
+    __tracebackhide__ = True
+    names = set(function_names)
+    names |= {f"special_{n}" for n in function_names} | {f"_{n}" for n in function_names}
+    torch_dir = os.path.dirname(torch.__file__)
+    used: list[str] = []
+
+    def on_call(frame: types.FrameType, event: str, arg: Any) -> None:
+        if used:
+            return
+        if event == "c_call":
+            fname = getattr(arg, "__name__", "")
+            owner = getattr(arg, "__self__", None)
+            module = getattr(arg, "__module__", "") or ""
+            from_torch = module.startswith("torch") or isinstance(owner, (torch.Tensor, types.ModuleType)) or owner is None
+            if fname in names and from_torch:
+                used.append(fname)
+        elif event == "call" and frame.f_code.co_name in names and frame.f_code.co_filename.startswith(torch_dir):
+            used.append(frame.f_code.co_name)
+
+    failure: BaseException | None = None
+    with _profiled(on_call):
+        try:
+            yield
+        except BaseException as error:  # noqa: BLE001
+            failure = error
+    if used:
+        _fail(f"{name} uses {used[0]}, which this exercise asks you not to use: write it from its formula.", hint)
+    if failure is not None:
+        raise failure

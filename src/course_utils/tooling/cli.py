@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_mistakes(args: argparse.Namespace) -> int:
-    from course_utils.tooling.mistakes import load_mistakes
+    from course_utils.tooling.mistakes import Accepted, load_accepted, load_mistakes
     from course_utils.tooling.rejection import check_rejections
 
     root = find_root()
@@ -213,12 +213,19 @@ def cmd_mistakes(args: argparse.Namespace) -> int:
     for name in _names(root, args.assignments):
         started = time.perf_counter()
         mistakes = load_mistakes(root, name)
-        results = check_rejections(root, name, mistakes)
+        accepted = load_accepted(root, name)
+        results = check_rejections(root, name, [*mistakes, *accepted])
         for result in results:
-            label = "solution passes every test" if result.mistake is None else f"rejects {result.mistake.name!r}"
+            if result.mistake is None:
+                label = "solution passes every test"
+            elif isinstance(result.mistake, Accepted):
+                label = f"accepts {result.mistake.name!r}"
+            else:
+                label = f"rejects {result.mistake.name!r} [{result.mistake.kind or 'no kind'}]"
             print(f"  {'ok  ' if result.ok else 'FAIL'} {name}: {label}" + ("" if result.ok else f" -- {result.describe()}"))
-        bad += sum(not r.ok for r in results) + (len(results) < 1 + len(mistakes))
-        print(f"{name}: {len(mistakes)} mistakes checked in {time.perf_counter() - started:.1f} s", flush=True)
+        bad += sum(not r.ok for r in results) + (len(results) < 1 + len(mistakes) + len(accepted))
+        print(f"{name}: {len(mistakes)} mistakes and {len(accepted)} right answers checked "
+              f"in {time.perf_counter() - started:.1f} s", flush=True)
     return 1 if bad else 0
 
 

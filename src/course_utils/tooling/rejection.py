@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 
 from course_utils.tooling.cells import grading_cells, nbgrader_meta, read, strip_solution_markers
 from course_utils.tooling.layout import KERNEL_NAME, notebook_paths
-from course_utils.tooling.mistakes import Mistake
+from course_utils.tooling.mistakes import Accepted, Mistake
 
 __all__ = ["Rejection", "check_rejections"]
 
@@ -35,7 +35,7 @@ class Rejection:
     """What happened to one mistake (or, with ``mistake=None``, to the solution run)."""
 
     assignment: str
-    mistake: Mistake | None
+    mistake: Mistake | Accepted | None
     failed_tests: tuple[str, ...]
     problem: str = ""
 
@@ -43,16 +43,21 @@ class Rejection:
     def ok(self) -> bool:
         if self.problem:
             return False
-        if self.mistake is None:
+        if self.mistake is None or isinstance(self.mistake, Accepted):
             return not self.failed_tests
         return set(self.mistake.rejected_by) <= set(self.failed_tests)
 
     def describe(self) -> str:
-        what = "solution" if self.mistake is None else f"mistake {self.mistake.name!r} in {self.mistake.cell}"
+        if isinstance(self.mistake, Accepted):
+            what = f"right answer {self.mistake.name!r} in {self.mistake.cell}"
+        else:
+            what = "solution" if self.mistake is None else f"mistake {self.mistake.name!r} in {self.mistake.cell}"
         if self.problem:
             return f"{self.assignment}: {what}: {self.problem}"
         if self.mistake is None:
             return f"{self.assignment}: solution fails {list(self.failed_tests)}"
+        if isinstance(self.mistake, Accepted):
+            return f"{self.assignment}: {what} is rejected by {list(self.failed_tests)}"
         kept = sorted(set(self.mistake.rejected_by) - set(self.failed_tests))
         return f"{self.assignment}: {what} passes {kept} (failed only {list(self.failed_tests)})"
 
@@ -88,7 +93,7 @@ class _Kernel:
 def check_rejections(
     root: Path,
     assignment: str,
-    mistakes: Sequence[Mistake],
+    mistakes: Sequence[Mistake | Accepted],
     *,
     profile: str = "ci",
     timeout: int = 300,
@@ -96,6 +101,7 @@ def check_rejections(
     """Run the solution notebook of ``assignment`` once, then every mistake; one result each.
 
     The first result is the solution run (``mistake=None``): every test cell must pass.
+    An :class:`Accepted` alternative in ``mistakes`` must pass the tests it is checked by.
     """
     (path,) = notebook_paths(root, assignment)
     source_nb = read(path)
@@ -145,19 +151,28 @@ def check_rejections(
 def _check_one(
     kernel: _Kernel,
     assignment: str,
-    mistake: Mistake,
+    mistake: Mistake | Accepted,
     solutions: dict[int, str],
     positions: dict[str, int],
     tests: set[str],
 ) -> Rejection:
-    unknown = [gid for gid in (mistake.cell, *mistake.rejected_by) if gid not in positions]
+    if isinstance(mistake, Accepted):
+        checked = mistake.checked_by
+        if not checked and mistake.cell in positions:  # the first test cell after the answer
+            later = sorted((i, gid) for gid, i in positions.items() if gid in tests and i > positions[mistake.cell])
+            checked = (later[0][1],) if later else ()
+    else:
+        checked = mistake.rejected_by
+    unknown = [gid for gid in (mistake.cell, *checked) if gid not in positions]
     if unknown:
         return Rejection(assignment, mistake, (), f"no cell with grade_id {unknown}")
-    not_tests = [gid for gid in mistake.rejected_by if gid not in tests]
+    if not checked:
+        return Rejection(assignment, mistake, (), "names no test cell")
+    not_tests = [gid for gid in checked if gid not in tests]
     if not_tests:
         return Rejection(assignment, mistake, (), f"{not_tests} are not test cells")
     start = positions[mistake.cell]
-    stop = max(positions[gid] for gid in mistake.rejected_by)
+    stop = max(positions[gid] for gid in checked)
     if stop < start:
         return Rejection(assignment, mistake, (), "its tests come before the answer cell")
     cells = [i for i in sorted(solutions) if start <= i <= stop]
