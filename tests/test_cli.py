@@ -63,6 +63,20 @@ def test_check_reports_blank_and_wrong_answers(welcome_submissions):
     assert "FAIL   test_count_parameters" in wrong.stdout and "CheckFailed" in wrong.stdout and "Hint:" in wrong.stdout
 
 
+def test_check_reports_every_cell_that_raised(tmp_path):
+    """Cells that are not tests but crash (e.g. after a broken answer) make the check fail."""
+    release = read(ROOT / "notebooks" / "00_welcome" / "00_welcome.ipynb")
+    answers = solution_code(read(ROOT / "solutions" / "00_welcome" / "00_welcome.ipynb"))
+    right = fill_answers(release, answers)
+    right.cells.append(nbformat.v4.new_code_cell("1 / 0  # a student's scratch cell"))
+    path = tmp_path / "crash.ipynb"
+    nbformat.write(right, str(path))
+    result = course("check", str(path))
+    assert result.returncode == 1, result.stdout
+    assert "ERROR" in result.stdout and "ZeroDivisionError" in result.stdout
+    assert "does not run top to bottom" in result.stdout
+
+
 def test_check_on_a_missing_notebook_says_so():
     result = course("check", "no/such/notebook.ipynb")
     assert result.returncode == 1 and "no notebook at" in result.stdout

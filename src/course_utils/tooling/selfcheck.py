@@ -26,7 +26,7 @@ _HARMLESS_STDERR = re.compile(r"(Warning|warnings\.warn|it/s\]|s/it\]|\d+%\|)")
 class ExerciseResult:
     grade_id: str
     points: float
-    status: str  # "PASS", "FAIL", "TODO" (not attempted) or "MANUAL"
+    status: str  # "PASS", "FAIL", "TODO" (not attempted), "MANUAL", or "ERROR" (a non-test cell raised)
     message: str = ""
 
 
@@ -64,8 +64,24 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int = 120) -> li
         shutil.copy(path, copy)
         # run in the notebook's own folder so relative paths behave as in JupyterLab
         nb, _ = execute_notebook(copy, profile=profile, timeout=timeout, allow_errors=True, cwd=path.parent)
-    graded = [c for c in nb.cells if nbgrader_meta(c).get("grade")]
-    return [_cell_result(cell) for cell in graded]
+    results: list[ExerciseResult] = []
+    for index, cell in enumerate(nb.cells):
+        if nbgrader_meta(cell).get("grade"):
+            results.append(_cell_result(cell))
+        elif cell.cell_type == "code":
+            error = _cell_error(cell)
+            if error:  # a cell outside the tests raised: the notebook does not run top to bottom
+                first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+                results.append(ExerciseResult(f"cell {index + 1}", 0.0, "ERROR", f"{error}   [{first_line}]"))
+    return results
+
+
+def _cell_error(cell) -> str | None:
+    """``"ename: evalue"`` of a code cell that raised (an unfinished exercise is not an error here)."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error" and output.get("ename") != "NotImplementedError":
+            return f"{output.get('ename', 'Error')}: {_ANSI.sub('', output.get('evalue', ''))}".strip()[:300]
+    return None
 
 
 def format_report(path: Path, results: list[ExerciseResult]) -> str:
@@ -75,7 +91,11 @@ def format_report(path: Path, results: list[ExerciseResult]) -> str:
     for result in results:
         message = f"  {result.message}" if result.message else ""
         lines.append(f"  {result.status:<6} {result.grade_id:<{width}} ({result.points:g} pt){message}")
-    auto = [r for r in results if r.status != "MANUAL"]
+    errors = [r for r in results if r.status == "ERROR"]
+    if errors:
+        lines.append(f"  {len(errors)} cell(s) outside the tests raised an error: the notebook does not run top to "
+                     "bottom, and the autograder will run it the same way. Fix the first one first.")
+    auto = [r for r in results if r.status not in ("MANUAL", "ERROR")]
     passed = sum(r.points for r in auto if r.status == "PASS")
     total = sum(r.points for r in auto)
     lines.append(
