@@ -102,3 +102,17 @@ def test_solution_notebook_structure(assignment):
     if assignment != "00_welcome":
         assert len(tests) >= 4, "at least four autograded exercises"
         assert code.count("plt.show()") + code.count("plot_") >= 2, "at least two figures"
+
+
+def test_license_is_the_one_pyproject_names():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"]["text"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+@pytest.mark.parametrize("assignment", assignment_names())
+def test_solution_notebooks_hold_no_outputs(assignment):
+    """solutions/ is source: executed copies live in build/, never in git (outputs leak and churn diffs)."""
+    nb = nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
+    executed = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not executed, f"cells {executed} of solutions/{assignment} hold outputs: clear them before committing"
