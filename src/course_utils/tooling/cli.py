@@ -95,41 +95,104 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if (executed_ok and report.ok) else 1
 
 
+NO_SANDBOX_WARNING = """\
+!!! ------------------------------------------------------------------------------------
+!!! --no-sandbox: student code runs UNSANDBOXED, with your rights. It can read solutions/,
+!!! the gradebook (every hidden test) and other submissions, change grades, and leave
+!!! processes behind. Use it only for submissions you trust.
+!!! ------------------------------------------------------------------------------------"""
+
+
+def _sandbox_gate(no_sandbox: bool) -> str | None:
+    """Why grading must not start (None: go ahead). ``--no-sandbox`` turns the sandbox off
+    (COURSE_SANDBOX=off for the nbgrader processes) after a loud warning."""
+    import os
+
+    if no_sandbox:
+        print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
+        os.environ["COURSE_SANDBOX"] = "off"
+        return None
+    if os.environ.get("COURSE_SANDBOX", "").lower() == "off":
+        return "COURSE_SANDBOX=off is set: pass --no-sandbox to grade without the sandbox on purpose."
+    try:
+        from course_utils.tooling.sandbox import sandbox_problem
+    except ImportError as error:
+        return f"the grading sandbox is not available ({error})."
+    return sandbox_problem()
+
+
+def _not_released(root: Path, names: list[str]) -> list[str]:
+    """The messages for the assignments that are not in the gradebook."""
+    from course_utils.tooling.gradebook import AssignmentNotReleased, course_db_url, require_assignment
+
+    db_url = course_db_url(root)
+    messages = []
+    for name in names:
+        try:
+            require_assignment(db_url, name)
+        except AssignmentNotReleased as error:
+            messages.append(str(error))
+    return messages
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
-    from course_utils.tooling.grading import autograde, read_scores, scores_table
+    from course_utils.tooling.grading import StudentResult, read_scores, scores_table, submission_flags
+    from course_utils.tooling.grading import autograde
     from course_utils.tooling.parallel import autograde_parallel, default_workers
     from course_utils.tooling.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
     root = find_root()
+    names = _names(root, args.assignments)
+    problem = _sandbox_gate(args.no_sandbox)
+    if problem:
+        print(f"course grade: refusing to grade without a sandbox: {problem}\n"
+              "Install what is missing, or pass --no-sandbox to grade unsandboxed (only trusted code).",
+              file=sys.stderr)
+        return 2
+    not_released = _not_released(root, names)
+    if not_released:
+        for message in not_released:
+            print(f"course grade: {message}", file=sys.stderr)
+        return 1
     workers = args.workers or default_workers()
-    failed: dict[tuple[str, str], str] = {}
+    results: list[StudentResult] = []
     started = time.perf_counter()
-    for name in _names(root, args.assignments):
+    for name in names:
         problems = inspect_submissions(root, name, args.student)
         if problems:
             print(f"{name}: problems found in the submissions\n{format_problems(problems)}", flush=True)
-        skipped = {p.student for p in problems if p.blocking or p.zero}
-        failed.update({(name, p.student): p.problem for p in problems if p.blocking})
-        students = [s for s in submitted_students(root, name, args.student) if s not in skipped]
+        for p in problems:
+            if p.blocking:
+                results.append(StudentResult(p.student, name, "malformed", p.problem))
+        blocked = {p.student for p in problems if p.blocking}
+        missing = sorted({p.student for p in problems if p.zero} - blocked)
+        results += [StudentResult(s, name, "missing", "nothing submitted: recorded as 0") for s in missing]
+        students = [s for s in submitted_students(root, name, args.student) if s not in blocked | set(missing)]
         if students:
             print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
             if workers > 1:
                 run = autograde_parallel(root, name, students, workers=workers)
-            else:  # one plain nbgrader call; it fails the skipped submissions on its own
-                run = autograde(root, name, args.student or None)
-            failed.update({(name, s): why for s, why in run.failed.items() if s not in skipped})
+            else:
+                run = autograde(root, name, students)
+            results += run.results
         else:
             print(f"{name}: no submissions to grade", flush=True)
-        for student in sorted({p.student for p in problems if p.zero and not p.blocking}):
+        for student in missing:
             record_zero(root, name, student)
-    rows = [r for r in read_scores(root) if (r.assignment, r.student) not in failed]
+    failed = {(r.assignment, r.student): r.reason for r in results if r.status in ("failed", "malformed")}
+    rows = [r for r in read_scores(root) if (r.assignment, r.student) not in failed and r.assignment in names]
     if args.student:
         rows = [r for r in rows if r.student in args.student]
-    print(scores_table(rows, failed))
+    flags = submission_flags(root, sorted({(r.assignment, r.student) for r in results}))
+    print(scores_table(rows, failed, flags))
     if failed:
         print(f"\n{len(failed)} submission(s) could not be graded:")
         for (name, student), why in sorted(failed.items()):
             print(f"  FAILED {student} / {name}: {why}")
+    if flags:
+        print(f"\n{len(flags)} submission(s) flagged for review (scores unchanged):")
+        for (name, student), found in sorted(flags.items()):
+            print(f"  FLAGGED {student} / {name}: {', '.join(found)}")
     print(f"graded in {time.perf_counter() - started:.0f} s")
     return 0
 
@@ -138,17 +201,25 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import generate_feedback
 
     root = find_root()
-    for name in _names(root, args.assignments):
+    names = _names(root, args.assignments)
+    not_released = _not_released(root, names)
+    if not_released:
+        for message in not_released:
+            print(f"course feedback: {message}", file=sys.stderr)
+        return 1
+    for name in names:
         folder = generate_feedback(root, name, args.student or None)
     print(f"feedback written under {folder}")
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from course_utils.tooling.grading import export_grades, read_scores
+    from course_utils.tooling.grading import export_grades, read_scores, submission_flags
 
     root = find_root()
-    path = export_grades(read_scores(root), Path(args.out))
+    rows = read_scores(root)
+    flags = submission_flags(root, sorted({(r.assignment, r.student) for r in rows}))
+    path = export_grades(rows, Path(args.out), flags)
     print(f"grades written to {path}")
     return 0
 
@@ -193,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
     grade.add_argument("--student", action="append", help="grade only this student (repeatable)")
     grade.add_argument("--workers", type=int, help="students graded at once (default: one per core; 1 = serial nbgrader)")
+    grade.add_argument("--no-sandbox", action="store_true",
+                       help="grade WITHOUT the sandbox (student code runs with your rights; trusted code only)")
     feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")
     feedback.add_argument("--student", action="append", help="only this student (repeatable)")
     export = add("export", cmd_export, "write grades as CSV: totals and one column per exercise", False)

@@ -1,4 +1,10 @@
-"""Autograde with nbgrader and read the results back: score tables, CSV export, feedback."""
+"""Autograde with nbgrader and read the results back: score tables, CSV export, feedback.
+
+Grading returns each student's outcome as data (:class:`StudentResult`), taken from
+nbgrader's Python API per student (``NbGraderAPI.autograde``: success, error, log), never
+from one log shared by several students. The gradebook is the one nbgrader is configured
+with (:func:`course_utils.tooling.gradebook.course_db_url`).
+"""
 
 from __future__ import annotations
 
@@ -6,21 +12,27 @@ import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
-from course_utils.tooling.nbgrader_runner import run_nbgrader
+from course_utils.tooling.gradebook import AssignmentNotReleased, course_db_url, require_assignment
+from course_utils.tooling.nbgrader_runner import autograde_students, run_nbgrader
 
 __all__ = [
     "CellScore",
     "NotebookScore",
+    "StudentResult",
     "GradingRun",
+    "AssignmentNotReleased",
     "autograde",
-    "failed_students",
+    "student_result",
     "read_scores",
+    "submission_flags",
     "scores_table",
     "export_grades",
     "generate_feedback",
 ]
+
+STATUSES = ("graded", "failed", "missing", "malformed")
 
 
 @dataclass(frozen=True)
@@ -56,29 +68,77 @@ class NotebookScore:
         return [c.grade_id for c in self.cells.values() if c.needs_manual_grade]
 
 
+@dataclass(frozen=True)
+class StudentResult:
+    """What grading did with one student's submission of one assignment.
+
+    ``status``: ``graded`` (grades are in the gradebook), ``failed`` (nbgrader could not grade
+    it: ``reason`` says why), ``missing`` (nothing submitted: recorded as 0) or
+    ``malformed`` (not a readable notebook: not graded).
+    """
+
+    student: str
+    assignment: str
+    status: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {self.status!r}")
+
+
 @dataclass
 class GradingRun:
-    """What one ``nbgrader autograde`` call did: its exit code and the students it failed."""
+    """What grading one assignment did: one :class:`StudentResult` per student."""
 
     assignment: str
-    returncode: int
-    failed: dict[str, str]
-    log: str
+    results: list[StudentResult]
+    log: str = ""
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """``student -> reason`` for the submissions that could not be graded."""
+        return {r.student: r.reason for r in self.results if r.status in ("failed", "malformed")}
+
+    @property
+    def returncode(self) -> int:
+        return 1 if self.failed else 0
 
 
-_FAILED_STUDENT = re.compile(r"There was an error processing assignment '[^']*' for student '(?P<student>[^']+)'")
 _DEAD_KERNEL = re.compile(r"DeadKernelError|Kernel died|kernel .*(died|restarted)", re.I)
 _TIMEOUT = re.compile(r"UnresponsiveKernelError|the kernel became unresponsive", re.I)
+_NOT_RELEASED = re.compile(r"No assignment with ID '[^']*' exists in the database")
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit)):\s*(?P<message>.*)$")
 
 
-def failed_students(log: str) -> dict[str, str]:
-    """``student -> reason`` for every submission an nbgrader log says it could not grade."""
-    reason = "nbgrader could not grade this submission"
-    if _DEAD_KERNEL.search(log):
+def _last_exception(text: str) -> str:
+    """The last ``SomeError: message`` line of a traceback (without nbgrader's own wrap-up)."""
+    found = ""
+    for line in text.splitlines():
+        match = _EXCEPTION_LINE.match(line.strip())
+        if match and match.group("name") != "NbGraderException":
+            found = f"{match.group('name')}: {match.group('message')}".strip()
+    return found
+
+
+def student_result(student: str, assignment: str, outcome: Mapping[str, Any], db_url: str = "") -> StudentResult:
+    """A :class:`StudentResult` from nbgrader's ``NbGraderAPI.autograde`` outcome for this
+    student alone (``success``, ``error``, ``log``)."""
+    if outcome.get("success"):
+        return StudentResult(student, assignment, "graded")
+    text = f"{outcome.get('log', '')}\n{outcome.get('error', '')}"
+    if outcome.get("process_died"):
+        reason = str(outcome["error"])
+    elif _NOT_RELEASED.search(text):
+        reason = str(AssignmentNotReleased(assignment, db_url or "the configured gradebook"))
+    elif _DEAD_KERNEL.search(text):
         reason = "the kernel died while running the notebook (e.g. os._exit, a segfault, out of memory)"
-    elif _TIMEOUT.search(log):
+    elif _TIMEOUT.search(text):
         reason = "the kernel stopped responding and could not be interrupted"
-    return {match.group("student"): reason for match in _FAILED_STUDENT.finditer(log)}
+    else:
+        detail = _last_exception(text)
+        reason = "nbgrader could not grade this submission" + (f" ({detail})" if detail else "")
+    return StudentResult(student, assignment, "failed", reason)
 
 
 def autograde(
@@ -87,25 +147,27 @@ def autograde(
     students: Sequence[str] | None = None,
     *,
     profile: str = "ci",
-    force: bool = True,
 ) -> GradingRun:
-    """``nbgrader autograde`` one assignment for all (or some) students; never raises on a
-    student's failure: those are listed in the result."""
-    base = ["autograde", assignment, *(["--force"] if force else [])]
-    calls = [base + [f"--student={student}"] for student in students] if students else [base]
-    returncode, log = 0, ""
-    for args in calls:
-        result = run_nbgrader(args, course_dir, profile=profile, check=False)
-        returncode = returncode or result.returncode
-        log += result.stdout + result.stderr
-    return GradingRun(assignment, returncode, failed_students(log), log)
+    """Autograde one assignment for all (or the given) students, one student at a time
+    through nbgrader's API; never raises on a student's failure (see ``results``).
+
+    Raises :class:`AssignmentNotReleased` when the assignment is not in the gradebook.
+    """
+    from course_utils.tooling.submissions import submitted_students
+
+    db_url = course_db_url(course_dir)
+    require_assignment(db_url, assignment)
+    students = submitted_students(course_dir, assignment, students)
+    outcomes, log = autograde_students(course_dir, assignment, students, profile=profile)
+    results = [student_result(s, assignment, outcomes[s], db_url) for s in students]
+    return GradingRun(assignment, results, log)
 
 
 def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookScore]:
     """Every graded notebook in the course's gradebook, sorted by assignment then student."""
     from nbgrader.api import Gradebook  # imported late: nbgrader is slow to import
 
-    db_url = db_url or f"sqlite:///{(course_dir / 'gradebook.db').resolve()}"
+    db_url = db_url or course_db_url(course_dir)
     rows: list[NotebookScore] = []
     with Gradebook(db_url) as gradebook:
         for assignment in gradebook.assignments:
@@ -121,13 +183,49 @@ def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookSco
     return rows
 
 
-def scores_table(rows: Sequence[NotebookScore], failed: dict[tuple[str, str], str] | None = None) -> str:
-    """A plain-text table: one line per student, one column per assignment (score / max)."""
+Flags = Mapping[tuple[str, str], Sequence[str]]
+
+
+def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """``(assignment, student) -> flags`` raised by the scan of the students' answer cells
+    (``course_utils.tooling.scan.scan_submissions``); empty where nothing was flagged."""
+    try:
+        from course_utils.tooling.scan import scan_submissions
+    except ImportError:  # the scan is not part of this installation
+        return {}
+    flags: dict[tuple[str, str], list[str]] = {}
+    for assignment in sorted({a for a, _ in pairs}):
+        students = sorted({s for a, s in pairs if a == assignment})
+        for student, found in scan_submissions(course_dir, assignment, students).items():
+            if found:
+                flags[(assignment, student)] = list(found)
+    return flags
+
+
+def _flags_text(flags: Flags, student: str, assignments: Sequence[str]) -> str:
+    parts = []
+    for assignment in assignments:
+        found = list(flags.get((assignment, student), ()))
+        if found:
+            prefix = f"{assignment}: " if len(assignments) > 1 else ""
+            parts.append(prefix + ", ".join(found))
+    return "; ".join(parts)
+
+
+def scores_table(
+    rows: Sequence[NotebookScore],
+    failed: dict[tuple[str, str], str] | None = None,
+    flags: Flags | None = None,
+) -> str:
+    """A plain-text table: one line per student, one column per assignment (score / max),
+    and a ``flags`` column when the scan flagged anything."""
     failed = failed or {}
+    flags = flags or {}
     assignments = sorted({r.assignment for r in rows} | {a for a, _ in failed})
     students = sorted({r.student for r in rows} | {s for _, s in failed})
     by_key = {(r.assignment, r.student): r for r in rows}
-    header = ["student", *assignments]
+    with_flags = any(flags.get((a, s)) for a in assignments for s in students)
+    header = ["student", *assignments, *(["flags"] if with_flags else [])]
     lines = [header]
     for student in students:
         line = [student]
@@ -140,6 +238,8 @@ def scores_table(rows: Sequence[NotebookScore], failed: dict[tuple[str, str], st
             else:
                 manual = f" (+{len(row.needs_manual_grade)} manual)" if row.needs_manual_grade else ""
                 line.append(f"{row.score:g} / {row.auto_max_score:g}{manual}")
+        if with_flags:
+            line.append(_flags_text(flags, student, assignments))
         lines.append(line)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
@@ -147,10 +247,12 @@ def scores_table(rows: Sequence[NotebookScore], failed: dict[tuple[str, str], st
     return "\n".join(text)
 
 
-def export_grades(rows: Sequence[NotebookScore], path: Path) -> Path:
-    """Write one CSV row per student and assignment, with a column per graded cell and totals."""
+def export_grades(rows: Sequence[NotebookScore], path: Path, flags: Flags | None = None) -> Path:
+    """Write one CSV row per student and assignment: totals, the scan's ``flags`` and a
+    column per graded cell."""
+    flags = flags or {}
     cell_ids = sorted({(r.assignment, gid) for r in rows for gid in r.cells})
-    columns = ["student", "assignment", "notebook", "score", "max_score", "needs_manual_grade"]
+    columns = ["student", "assignment", "notebook", "score", "max_score", "needs_manual_grade", "flags"]
     columns += [f"{assignment}:{gid}" for assignment, gid in cell_ids]
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as handle:
@@ -164,6 +266,7 @@ def export_grades(rows: Sequence[NotebookScore], path: Path) -> Path:
                 "score": f"{row.score:g}",
                 "max_score": f"{row.max_score:g}",
                 "needs_manual_grade": " ".join(row.needs_manual_grade),
+                "flags": "; ".join(flags.get((row.assignment, row.student), ())),
             }
             for gid, cell in row.cells.items():
                 record[f"{row.assignment}:{gid}"] = f"{cell.score:g}"
@@ -172,7 +275,10 @@ def export_grades(rows: Sequence[NotebookScore], path: Path) -> Path:
 
 
 def generate_feedback(course_dir: Path, assignment: str, students: Sequence[str] | None = None) -> Path:
-    """``nbgrader generate_feedback``: HTML feedback per student under ``feedback/``."""
+    """``nbgrader generate_feedback``: HTML feedback per student under ``feedback/``.
+
+    Raises :class:`AssignmentNotReleased` when the assignment is not in the gradebook."""
+    require_assignment(course_db_url(course_dir), assignment)
     base = ["generate_feedback", assignment, "--force"]
     for args in [base + [f"--student={student}"] for student in students] if students else [base]:
         run_nbgrader(args, course_dir)

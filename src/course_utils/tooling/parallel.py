@@ -4,13 +4,16 @@ nbgrader grades serially and its sqlite gradebook is not safe for concurrent wri
 So the work is split in two phases:
 
 1. **execute** (parallel): the class is dealt into ``workers`` groups; each group is graded
-   by one ``nbgrader autograde`` in a private scratch course (a copy of the course's
-   gradebook, the assignment's source and the group's submissions). nbgrader goes on after a
-   student it cannot grade, so a crash fails that student alone.
-2. **record** (serial, no kernels): the executed notebooks are handed to one
-   ``nbgrader autograde`` in the real course with ``Execute`` and ``ClearOutput``
-   disabled, which restores the test cells from the gradebook, reads the outputs, and
-   writes the grades and ``autograded/`` exactly as a serial run would.
+   by one nbgrader process (``NbGraderAPI.autograde`` per student) in a private scratch
+   course: the assignment's source, the group's submissions, and a scratch sqlite
+   gradebook holding only the assignment's definition, copied from the course's configured
+   gradebook (sqlite or PostgreSQL) through nbgrader's Gradebook API. The scratch courses
+   live in a private temporary folder outside the course directory, which no sandboxed
+   kernel can see. Each student's outcome is nbgrader's own for that student.
+2. **record** (serial, no kernels): the executed notebooks, read only from that scratch
+   folder, are handed to nbgrader in the real course with ``Execute`` and ``ClearOutput``
+   disabled; it restores the test cells from the gradebook, reads the outputs, and writes
+   the grades (to the configured ``db_url``) and ``autograded/`` exactly as a serial run.
 """
 
 from __future__ import annotations
@@ -22,11 +25,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
-from course_utils.tooling.grading import GradingRun, failed_students
-from course_utils.tooling.nbgrader_runner import run_nbgrader, write_course_config
+from course_utils.tooling.gradebook import copy_assignment_definition, course_db_url, require_assignment
+from course_utils.tooling.grading import GradingRun, StudentResult, student_result
+from course_utils.tooling.nbgrader_runner import autograde_students, write_course_config
 from course_utils.tooling.submissions import submitted_students
 
-__all__ = ["autograde_parallel", "default_workers"]
+__all__ = ["autograde_parallel", "default_workers", "RECORD_ONLY"]
+
+# nbgrader settings of the record phase: read the outputs, run nothing.
+RECORD_ONLY = {
+    "Execute": {"enabled": False},
+    "SandboxedExecute": {"enabled": False},
+    "ClearOutput": {"enabled": False},
+}
 
 
 def default_workers() -> int:
@@ -38,28 +49,30 @@ def default_workers() -> int:
 
 
 def _grade_group(
-    course_dir: Path, scratch: Path, assignment: str, group: Sequence[str], profile: str
-) -> tuple[dict[str, Path], dict[str, str], str]:
-    """One ``nbgrader autograde`` over ``group`` in a private scratch course.
+    course_dir: Path, scratch: Path, assignment: str, group: Sequence[str], profile: str, db_url: str
+) -> tuple[dict[str, Path], list[StudentResult], str]:
+    """Execute ``group``'s notebooks in a private scratch course.
 
-    Returns the executed notebook folders of the students it graded, the students it
-    could not grade (with a reason) and its log.
+    Returns the executed notebook folders of the students nbgrader graded, the results of
+    those it could not grade, and the log.
     """
-    write_course_config(scratch, course_dir / "nbgrader_config.py")
-    shutil.copy2(course_dir / "gradebook.db", scratch / "gradebook.db")
+    write_course_config(scratch, course_dir / "nbgrader_config.py", own_gradebook=True)
+    copy_assignment_definition(db_url, f"sqlite:///{scratch / 'gradebook.db'}", assignment)
     shutil.copytree(course_dir / "solutions" / assignment, scratch / "solutions" / assignment)
     for student in group:
         shutil.copytree(course_dir / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
-    result = run_nbgrader(["autograde", assignment, "--force"], scratch, profile=profile, check=False)
-    log = result.stdout + result.stderr
-    failed = failed_students(log)
-    executed = {}
+    outcomes, log = autograde_students(scratch, assignment, group, profile=profile)
+    executed: dict[str, Path] = {}
+    failed: list[StudentResult] = []
     for student in group:
+        result = student_result(student, assignment, outcomes[student], db_url)
         folder = scratch / "autograded" / student / assignment
-        if student not in failed and folder.is_dir():
+        if result.status == "graded" and folder.is_dir():
             executed[student] = folder
-        elif student not in failed:
-            failed[student] = "nbgrader could not grade this submission"
+        elif result.status == "graded":
+            failed.append(StudentResult(student, assignment, "failed", "nbgrader wrote no graded notebook"))
+        else:
+            failed.append(result)
     return executed, failed, log
 
 
@@ -71,26 +84,34 @@ def autograde_parallel(
     workers: int | None = None,
     profile: str = "ci",
 ) -> GradingRun:
-    """Grade ``assignment`` for all (or the given) students of ``course_dir`` in parallel."""
+    """Grade ``assignment`` for all (or the given) students of ``course_dir`` in parallel.
+
+    Raises :class:`~course_utils.tooling.gradebook.AssignmentNotReleased` when the
+    assignment is not in the gradebook.
+    """
+    db_url = course_db_url(course_dir)
+    require_assignment(db_url, assignment)
     submitted = course_dir / "submitted"
     students = submitted_students(course_dir, assignment, students)
     workers = workers or default_workers()
-    failed: dict[str, str] = {}
+    results: dict[str, StudentResult] = {}
     logs: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="course-grade-", dir=course_dir) as scratch_name:
-        scratch_root = Path(scratch_name)
+    # private (0700) and outside the course directory: kernels never see it
+    scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    try:
         # one nbgrader process per worker, each grading its share of the class in turn:
         # nbgrader's start-up (seconds) is paid once per worker, not once per student
         groups = [students[i::workers] for i in range(workers) if students[i::workers]]
         with ThreadPoolExecutor(max_workers=len(groups) or 1) as pool:  # threads only wait on subprocesses
-            results = list(pool.map(
-                lambda item: _grade_group(course_dir, scratch_root / f"worker{item[0]}", assignment, item[1], profile),
+            done = list(pool.map(
+                lambda item: _grade_group(
+                    course_dir, scratch_root / f"worker{item[0]}", assignment, item[1], profile, db_url),
                 enumerate(groups),
             ))
-        staging = scratch_root / "_executed"
-        for executed, group_failed, log in results:
+        staging = scratch_root / "executed"
+        for executed, group_failed, log in done:
             logs.append(log)
-            failed.update(group_failed)
+            results.update({r.student: r for r in group_failed})
             for student, folder in executed.items():
                 target = staging / student / assignment
                 shutil.copytree(folder, target)
@@ -98,20 +119,11 @@ def autograde_parallel(
                 if timestamp.is_file():
                     shutil.copy2(timestamp, target / "timestamp.txt")
         graded = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
-        returncode = 1 if failed else 0
         if graded:
-            record = run_nbgrader(
-                [
-                    "autograde", assignment, "--force",
-                    f"--CourseDirectory.submitted_directory={staging}",
-                    "--Execute.enabled=False",
-                    "--ClearOutput.enabled=False",
-                ],
-                course_dir,
-                profile=profile,
-                check=False,
-            )
-            logs.append(record.stdout + record.stderr)
-            failed.update({s: why for s, why in failed_students(record.stdout + record.stderr).items() if s not in failed})
-            returncode = returncode or record.returncode
-    return GradingRun(assignment, returncode, failed, "\n".join(logs))
+            config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
+            outcomes, log = autograde_students(course_dir, assignment, graded, profile=profile, config=config)
+            logs.append(log)
+            results.update({s: student_result(s, assignment, outcomes[s], db_url) for s in graded})
+    finally:
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    return GradingRun(assignment, [results[s] for s in students], "\n".join(logs))
