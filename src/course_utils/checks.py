@@ -327,7 +327,9 @@ def check_device_dtype(
         return
     # 2. dtype, twice: float64 inputs; float32 inputs with float64 as the default dtype
     for input_dtype, default in ((torch.float64, torch.float32), (torch.float32, torch.float64)):
-        cast = lambda t: t.detach().to(input_dtype) if t.is_floating_point() else t  # noqa: E731
+        def cast(t: torch.Tensor, dtype: torch.dtype = input_dtype) -> torch.Tensor:
+            return t.detach().to(dtype) if t.is_floating_point() else t
+
         with _default_dtype(default), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
