@@ -134,6 +134,7 @@ def test_check_device_dtype_accepts_right_answers_in_several_styles():
     check_device_dtype(lambda x: _causal_softmax(x, to_style=True), x, name=".to(x.device)")
     check_device_dtype(lambda x: x * int(x.abs().sum().item() > 0), x, name="needs data (no meta)")
     check_device_dtype(torch.nn.Linear(4, 3), x, name="a module")
+    check_device_dtype(lambda x: x[torch.arange(2)] * 2 + torch.tensor(1.0), x, name="CPU index and scalar (fine on CUDA)")
 
 
 @pytest.mark.parametrize("wrong, words", [
@@ -141,6 +142,9 @@ def test_check_device_dtype_accepts_right_answers_in_several_styles():
     (lambda x: x + torch.zeros(x.shape[-1], device=x.device), "float64 for float32"),
     (lambda x: x.float() * 2, "float32 for float64"),
     (lambda x: torch.zeros(x.shape), "returned a tensor on cpu"),
+    # needs data, so it cannot run on meta inputs: meta becomes the default device instead
+    (lambda x: x * int(x.abs().sum().item() > 0) + torch.zeros(x.shape[-1]), "mixes devices"),
+    (lambda x: torch.zeros(x.shape) + int(x.abs().sum().item() > 0), "created without device="),
 ])
 def test_check_device_dtype_rejects_tensors_made_without_device_or_dtype(wrong, words):
     with pytest.raises(CheckFailed, match=words):

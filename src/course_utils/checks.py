@@ -254,6 +254,29 @@ def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
+class _DeviceMixing(torch.overrides.TorchFunctionMode):
+    """Records torch calls that mix a meta tensor with a CPU tensor that is not a scalar.
+
+    Meta kernels are lenient where CUDA is not (an embedding looked up with CPU indices);
+    indexing (``x[idx]``) stays allowed, as CUDA accepts CPU index tensors there.
+    """
+
+    _ALLOWED = frozenset({"__getitem__", "__setitem__", "__get__", "__set__", "size", "dim", "to", "__format__", "__repr__"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", str(func))
+        if not self.found and name not in self._ALLOWED:
+            tensors = _tensors_in((list(args), kwargs))
+            if any(t.device.type == "meta" for t in tensors) and any(t.device.type == "cpu" and t.dim() > 0 for t in tensors):
+                self.found.append(name)
+        return func(*args, **kwargs)
+
+
 def _module_like(module: torch.nn.Module, args: Any, kwargs: Any) -> torch.nn.Module:
     """A copy of ``module`` on the device, and in the float dtype, of the first tensor input."""
     first = (_tensors_in((args, kwargs)) or [None])[0]
@@ -279,7 +302,9 @@ def check_device_dtype(
     device (shapes, no data). A tensor the function creates without ``device=`` lands on
     the CPU and meets a meta tensor, which fails exactly as it would on a GPU kernel.
     Functions that need data (``.item()``, data-dependent shapes) cannot run on meta;
-    then only the output's device is compared with the input's.
+    then they run on their real inputs with ``meta`` as the *default* device, so a tensor
+    created without ``device=`` still meets the inputs on another device, and the output's
+    device is compared with the input's.
 
     Dtype (``check_dtype``): float inputs in float64, then float32 with float64 as
     PyTorch's default dtype; float outputs must have the inputs' float dtype both times
@@ -290,16 +315,19 @@ def check_device_dtype(
         "create every new tensor on the input's device (device=x.device, or the *_like "
         "functions), and move masks and index tensors there too."
     )
-    if isinstance(fn, torch.nn.Module):  # a module moves with its inputs: its own copy per run
-        module = fn
-        fn = lambda *a, **k: _module_like(module, a, k)(*a, **k)  # noqa: E731
+    def prepared(args: Any, kwargs: Any) -> Callable[..., Any]:
+        """A module moves with its inputs: its own copy per run, made outside the checks."""
+        return _module_like(fn, args, kwargs) if isinstance(fn, torch.nn.Module) else fn
+
     # 1. device, on meta
     meta_args = _map_tensors(args, lambda t: t.detach().to("meta"))
     meta_kwargs = _map_tensors(kwargs, lambda t: t.detach().to("meta"))
+    mixing = _DeviceMixing()
+    target = prepared(meta_args, meta_kwargs)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), mixing:
             warnings.simplefilter("ignore")
-            out = fn(*meta_args, **meta_kwargs)
+            out = target(*meta_args, **meta_kwargs)
     except CheckFailed:
         raise
     except Exception as error:  # noqa: BLE001 - the student's code may raise anything
@@ -308,13 +336,34 @@ def check_device_dtype(
             _fail(f"{name} mixes devices: {_short(error)}. The inputs were on one device and a tensor "
                   "created inside the function on another; on a GPU this call would crash.", device_hint)
         out = None  # meta cannot run this function (it needs data): compare devices below
+    if mixing.found:
+        _fail(f"{name} mixes devices: {mixing.found[0]} received a tensor on the inputs' device and one created "
+              "inside the function on the CPU; on a GPU this call would crash.", device_hint)
     if out is not None:
         stray = [t for t in _tensors_in(out) if t.device.type != "meta"]
         if stray:
             _fail(f"{name} returned a tensor on {stray[0].device} although every input was on another "
                   "device: it was created without device=. On a GPU it would come back on the CPU.", device_hint)
     else:
+        # meta inputs cannot run it: keep the real inputs and make meta the *default* device,
+        # so that a tensor created without device= lands on meta and meets the real ones.
         inputs = _tensors_in((args, kwargs))
+        try:
+            with warnings.catch_warnings(), torch.device("meta"):
+                warnings.simplefilter("ignore")
+                out = fn(*_map_tensors(args, lambda t: t.clone()), **_map_tensors(kwargs, lambda t: t.clone()))
+        except CheckFailed:
+            raise
+        except Exception as error:  # noqa: BLE001
+            message = str(error).lower()
+            if "meta" in message and any(w in message for w in ("expected device", "not on the expected device", "same device", "devices")):
+                _fail(f"{name} mixes devices: {_short(error)}. The inputs were on one device and a tensor "
+                      "created inside the function without device= on another; on a GPU this call would crash.",
+                      device_hint)
+        else:
+            if inputs and any(t.device.type == "meta" for t in _tensors_in(out)):
+                _fail(f"{name} returned a tensor created without device=: it does not follow its inputs' "
+                      "device. On a GPU it would come back on the CPU.", device_hint)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = fn(*args, **kwargs)
@@ -330,10 +379,12 @@ def check_device_dtype(
         def cast(t: torch.Tensor, dtype: torch.dtype = input_dtype) -> torch.Tensor:
             return t.detach().to(dtype) if t.is_floating_point() else t
 
+        cast_args, cast_kwargs = _map_tensors(args, cast), _map_tensors(kwargs, cast)
+        target = prepared(cast_args, cast_kwargs)
         with _default_dtype(default), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                out = fn(*_map_tensors(args, cast), **_map_tensors(kwargs, cast))
+                out = target(*cast_args, **cast_kwargs)
             except CheckFailed:
                 raise
             except Exception as error:  # noqa: BLE001
