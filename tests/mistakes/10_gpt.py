@@ -1,45 +1,52 @@
 """Curated wrong answers of notebook 10 (GPT); each must be rejected."""
 
-from course_utils.tooling.mistakes import Mistake
+from course_utils.tooling.mistakes import Accepted, Mistake
 
 MISTAKES = [
     Mistake(
+        kind="logic",
         cell="next_token_batch",
         name="targets not shifted (y equals x)",
         rejected_by=("test_next_token_batch",),
         replace=(("y = data[positions + 1]", "y = data[positions]"),),
     ),
     Mistake(
+        kind="structure",
         cell="init_gpt2",
         name="head copied from the embedding, not tied",
         rejected_by=("test_init_gpt2",),
         replace=(("model.lm_head.weight = model.wte.weight", "model.lm_head.weight.data.copy_(model.wte.weight.data)"),),
     ),
     Mistake(
+        kind="logic",
         cell="init_gpt2",
         name="residual std 0.02/sqrt(n_layer), the 2 forgotten",
         rejected_by=("test_init_gpt2",),
         replace=(("0.02 / math.sqrt(2 * n_layer)", "0.02 / math.sqrt(n_layer)"),),
     ),
     Mistake(
+        kind="boundary",
         cell="top_k_filter",
         name="drops the k-th largest too (keeps k-1)",
         rejected_by=("test_top_k_filter",),
         replace=(("logits < kth_largest", "logits <= kth_largest"),),
     ),
     Mistake(
+        kind="boundary",
         cell="top_p_filter",
         name="drops the token that crosses p (cumsum > p)",
         rejected_by=("test_top_p_filter",),
         replace=(("drop_sorted = mass_above >= p", "drop_sorted = probs.cumsum(dim=-1) > p"),),
     ),
     Mistake(
+        kind="logic",
         cell="top_p_filter",
         name="drop mask left in sorted order",
         rejected_by=("test_top_p_filter",),
         replace=(("drop = drop_sorted.scatter(-1, order, drop_sorted)", "drop = drop_sorted"),),
     ),
     Mistake(
+        kind="logic",
         cell="cached_attention_step",
         name="top-left causal mask instead of bottom-right",
         rejected_by=("test_cached_attention_step",),
@@ -47,6 +54,7 @@ MISTAKES = [
                   "torch.ones(q.size(-2), k_all.size(-2), dtype=torch.bool, device=q.device).tril()"),),
     ),
     Mistake(
+        kind="logic",
         cell="cached_attention_step",
         name="cache not appended (attends to new keys only)",
         rejected_by=("test_cached_attention_step",),
@@ -54,15 +62,244 @@ MISTAKES = [
                   "out, _ = masked_attention(q, k_new, v_new, causal_mask(q.size(-2), device=q.device))"),),
     ),
     Mistake(
+        kind="logic",
         cell="cached_attention_step",
         name="no mask (fine for one new token, wrong for a chunk or the prompt)",
         rejected_by=("test_cached_attention_step",),
         replace=(("out, _ = masked_attention(q, k_all, v_all, mask)", "out, _ = masked_attention(q, k_all, v_all)"),),
     ),
     Mistake(
+        kind="logic",
         cell="last_token_pool",
         name="takes the last column (a padding position)",
         rejected_by=("test_last_token_pool",),
         replace=(("return hidden[rows, lengths.to(hidden.device) - 1]", "return hidden[:, -1]"),),
     ),
+]
+
+# Escapes of the blind red team (issue 12): each kept full marks before the hidden tests were strengthened.
+MISTAKES += [
+    Mistake(cell='next_token_batch', name='arange without device', kind='device',
+            rejected_by=('test_next_token_batch',),
+            source=('def next_token_batch(data, starts, block_size):\n'
+                    '    pos = starts.unsqueeze(1) + torch.arange(block_size)\n'
+                    '    return data[pos], data[pos + 1]\n')),
+    Mistake(cell='init_gpt2', name='aliasing modules: lm_head = wte', kind='structure',
+            rejected_by=('test_init_gpt2',),
+            source=('def init_gpt2_(model):\n'
+                    '    n_layer = len(model.blocks)\n'
+                    '    with torch.no_grad():\n'
+                    '        for m in model.modules():\n'
+                    '            if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+                    '                m.weight.normal_(0.0, 0.02)\n'
+                    '                if getattr(m, "bias", None) is not None:\n'
+                    '                    m.bias.zero_()\n'
+                    '        for block in model.blocks:\n'
+                    '            block.attn.proj.weight.normal_(0.0, 0.02 / math.sqrt(2 * n_layer))\n'
+                    '            block.ffn.fc2.weight.normal_(0.0, 0.02 / math.sqrt(2 * n_layer))\n'
+                    '    model.lm_head = model.wte\n'
+                    '    return model\n')),
+    Mistake(cell='init_gpt2', name='new Parameters made on the default device/dtype', kind='device',
+            rejected_by=('test_init_gpt2',),
+            source=('def init_gpt2_(model):\n'
+                    '    n_layer = len(model.blocks)\n'
+                    '    for m in model.modules():\n'
+                    '        if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+                    '            m.weight = nn.Parameter(torch.randn(m.weight.shape) * 0.02)\n'
+                    '            if getattr(m, "bias", None) is not None:\n'
+                    '                m.bias = nn.Parameter(torch.zeros(m.bias.shape))\n'
+                    '    for block in model.blocks:\n'
+                    '        block.attn.proj.weight = nn.Parameter(torch.randn(block.attn.proj.weight.shape) * 0.02 / math.sqrt(2 * n_layer))\n'
+                    '        block.ffn.fc2.weight = nn.Parameter(torch.randn(block.ffn.fc2.weight.shape) * 0.02 / math.sqrt(2 * n_layer))\n'
+                    '    model.lm_head.weight = model.wte.weight\n'
+                    '    return model\n')),
+    Mistake(cell='init_gpt2', name='reference import (library init + tie)', kind='reference',
+            rejected_by=('test_init_gpt2',),
+            source=('from course_utils.gpt import gpt2_init_\n'
+                    '\n'
+                    'def init_gpt2_(model):\n'
+                    '    gpt2_init_(model, len(model.blocks))\n'
+                    '    model.lm_head.weight = model.wte.weight\n'
+                    '    return model\n')),
+    Mistake(cell='top_k_filter', name='torch.full without device/dtype', kind='device',
+            rejected_by=('test_top_k_filter',),
+            source=('def top_k_filter(logits, k):\n'
+                    '    values, index = torch.topk(logits, k)\n'
+                    '    out = torch.full(logits.shape, float("-inf"))\n'
+                    '    return out.scatter(-1, index, values)\n')),
+    Mistake(cell='top_k_filter', name='modifies the logits in place', kind='structure',
+            rejected_by=('test_top_k_filter',),
+            source=('def top_k_filter(logits, k):\n'
+                    '    kth = torch.topk(logits, k).values[..., -1:]\n'
+                    '    logits[logits < kth] = float("-inf")\n'
+                    '    return logits\n')),
+    Mistake(cell='top_k_filter', name='reference import', kind='reference',
+            rejected_by=('test_top_k_filter',),
+            source=('from course_utils.gpt import top_k_filter\n')),
+    Mistake(cell='top_p_filter', name='tie at the threshold kept (mass above > p instead of >= p)', kind='boundary',
+            rejected_by=('test_top_p_filter',),
+            source=('def top_p_filter(logits, p):\n'
+                    '    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)\n'
+                    '    cum = torch.softmax(sorted_logits, -1).cumsum(-1)\n'
+                    '    remove = cum > p\n'
+                    '    remove[..., 1:] = remove[..., :-1].clone()\n'
+                    '    remove[..., 0] = False\n'
+                    '    remove = remove.scatter(-1, order, remove)\n'
+                    '    return logits.masked_fill(remove, float("-inf"))\n')),
+    Mistake(cell='top_p_filter', name='zeros without device/dtype in the shifted cumsum', kind='device',
+            rejected_by=('test_top_p_filter',),
+            source=('def top_p_filter(logits, p):\n'
+                    '    sorted_logits, order = logits.sort(dim=-1, descending=True)\n'
+                    '    csum = sorted_logits.softmax(-1).cumsum(-1)\n'
+                    '    before = torch.cat([torch.zeros(*csum.shape[:-1], 1), csum[..., :-1]], dim=-1)\n'
+                    '    drop_sorted = before >= p\n'
+                    '    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))\n')),
+    Mistake(cell='top_p_filter', name='reference import', kind='reference',
+            rejected_by=('test_top_p_filter',),
+            source=('from course_utils.gpt import top_p_filter\n')),
+    Mistake(cell='cached_attention_step', name='causal_mask without device', kind='device',
+            rejected_by=('test_cached_attention_step',),
+            source=('def cached_attention_step(q, k_new, v_new, k_cache, v_cache):\n'
+                    '    k_all = torch.cat([k_cache, k_new], dim=-2)\n'
+                    '    v_all = torch.cat([v_cache, v_new], dim=-2)\n'
+                    '    out, _ = masked_attention(q, k_all, v_all, causal_mask(q.size(-2), k_all.size(-2)))\n'
+                    '    return out, k_all, v_all\n')),
+    Mistake(cell='last_token_pool', name='one-hot einsum with .float() (dtype not followed)', kind='dtype',
+            rejected_by=('test_last_token_pool',),
+            source=('def last_token_pool(hidden, lengths):\n'
+                    '    onehot = F.one_hot(lengths - 1, hidden.size(1)).float()\n'
+                    '    return torch.einsum("bt,btd->bd", onehot, hidden)\n')),
+    Mistake(cell='last_token_pool', name='reference import', kind='reference',
+            rejected_by=('test_last_token_pool',),
+            source=('from course_utils.gpt import last_token_pool\n')),
+]
+
+# Right answers in other styles than the solution (blind red team): every test must accept them.
+ACCEPTED = [
+    Accepted(cell='next_token_batch', name="position grid with arange on data's device",
+             source=('def next_token_batch(data, starts, block_size):\n'
+                    '    pos = starts[:, None] + torch.arange(block_size, device=data.device)\n'
+                    '    return data[pos], data[pos + 1]\n')),
+    Accepted(cell='next_token_batch', name='unfold windows of block_size + 1',
+             source=('def next_token_batch(data, starts, block_size):\n'
+                    '    windows = data.unfold(0, block_size + 1, 1)[starts]\n'
+                    '    return windows[:, :-1], windows[:, 1:]\n')),
+    Accepted(cell='next_token_batch', name='one window of block_size + 1, sliced; int32 starts',
+             source=('def next_token_batch(data: torch.Tensor, starts: torch.Tensor, block_size: int):\n'
+                    '    offsets = torch.arange(block_size + 1, device=starts.device)\n'
+                    '    window = data[(starts.long().unsqueeze(1) + offsets).to(data.device)]\n'
+                    '    x, y = window[:, :-1], window[:, 1:]\n'
+                    '    assert x.shape == y.shape == (len(starts), block_size)\n'
+                    '    return x, y\n')),
+    Accepted(cell='init_gpt2', name='no_grad loop over modules, tie at the end',
+             source=('def init_gpt2_(model):\n'
+                    '    n_layer = len(model.blocks)\n'
+                    '    with torch.no_grad():\n'
+                    '        for m in model.modules():\n'
+                    '            if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+                    '                m.weight.normal_(0.0, 0.02)\n'
+                    '                if getattr(m, "bias", None) is not None:\n'
+                    '                    m.bias.zero_()\n'
+                    '        for block in model.blocks:\n'
+                    '            block.attn.proj.weight.normal_(0.0, 0.02 / math.sqrt(2 * n_layer))\n'
+                    '            block.ffn.fc2.weight.normal_(0.0, 0.02 / math.sqrt(2 * n_layer))\n'
+                    '    model.lm_head.weight = model.wte.weight\n'
+                    '    return model\n')),
+    Accepted(cell='init_gpt2', name='tie first, model.apply with nn.init, named_parameters for residuals',
+             source=('def init_gpt2_(model: GPT) -> GPT:\n'
+                    '    model.lm_head.weight = model.wte.weight\n'
+                    '    def _init(m):\n'
+                    '        if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+                    '            nn.init.normal_(m.weight, mean=0.0, std=0.02)\n'
+                    '            if isinstance(m, nn.Linear) and m.bias is not None:\n'
+                    '                nn.init.zeros_(m.bias)\n'
+                    '    model.apply(_init)\n'
+                    '    std = 0.02 / math.sqrt(2 * len(model.blocks))\n'
+                    '    for name, p in model.named_parameters():\n'
+                    '        if name.endswith("attn.proj.weight") or name.endswith("ffn.fc2.weight"):\n'
+                    '            nn.init.normal_(p, mean=0.0, std=std)\n'
+                    '    return model\n')),
+    Accepted(cell='init_gpt2', name="embedding tied to the head's Parameter (other direction)",
+             source=('def init_gpt2_(model):\n'
+                    '    n_layer = len(model.blocks)\n'
+                    '    for m in model.modules():\n'
+                    '        if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+                    '            nn.init.normal_(m.weight, std=0.02)\n'
+                    '            if getattr(m, "bias", None) is not None:\n'
+                    '                nn.init.zeros_(m.bias)\n'
+                    '    for block in model.blocks:\n'
+                    '        for w in (block.attn.proj.weight, block.ffn.fc2.weight):\n'
+                    '            nn.init.normal_(w, std=0.02 / (2 * n_layer) ** 0.5)\n'
+                    '    model.wte.weight = model.lm_head.weight\n'
+                    '    return model\n')),
+    Accepted(cell='top_k_filter', name='threshold at the k-th value, masked_fill',
+             source=('def top_k_filter(logits, k):\n'
+                    '    kth = torch.topk(logits, k, dim=-1).values[..., -1:]\n'
+                    '    return logits.masked_fill(logits < kth, float("-inf"))\n')),
+    Accepted(cell='top_k_filter', name='scatter the top-k values into a -inf tensor',
+             source=('def top_k_filter(logits, k):\n'
+                    '    values, index = torch.topk(logits, k, dim=-1)\n'
+                    '    return torch.full_like(logits, float("-inf")).scatter(-1, index, values)\n')),
+    Accepted(cell='top_k_filter', name='sort and where',
+             source=('def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:\n'
+                    '    kth = torch.sort(logits, dim=-1, descending=True).values[..., k - 1].unsqueeze(-1)\n'
+                    '    return torch.where(logits >= kth, logits, torch.tensor(float("-inf"), dtype=logits.dtype, device=logits.device))\n')),
+    Accepted(cell='top_p_filter', name='sort, exclusive cumsum, scatter back',
+             source=('def top_p_filter(logits, p):\n'
+                    '    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)\n'
+                    '    probs = torch.softmax(sorted_logits, dim=-1)\n'
+                    '    before = probs.cumsum(-1) - probs\n'
+                    '    drop_sorted = before >= p\n'
+                    '    drop = drop_sorted.scatter(-1, order, drop_sorted)\n'
+                    '    return logits.masked_fill(drop, float("-inf"))\n')),
+    Accepted(cell='top_p_filter', name='inverse permutation with argsort + gather',
+             source=('def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:\n'
+                    '    order = torch.argsort(logits, dim=-1, descending=True)\n'
+                    '    probs = torch.softmax(logits, dim=-1).gather(-1, order)\n'
+                    '    mass_above = torch.cumsum(probs, dim=-1) - probs\n'
+                    '    keep_sorted = mass_above < p\n'
+                    '    keep = keep_sorted.gather(-1, torch.argsort(order, dim=-1))\n'
+                    '    return torch.where(keep, logits, torch.full_like(logits, float("-inf")))\n')),
+    Accepted(cell='top_p_filter', name='shifted cumsum with cat, scatter the filtered sorted logits',
+             source=('def top_p_filter(logits, p):\n'
+                    '    sorted_logits, order = logits.sort(dim=-1, descending=True)\n'
+                    '    probs = sorted_logits.softmax(-1)\n'
+                    '    csum = probs.cumsum(-1)\n'
+                    '    before = torch.cat([torch.zeros_like(csum[..., :1]), csum[..., :-1]], dim=-1)\n'
+                    '    filtered = sorted_logits.masked_fill(before >= p, float("-inf"))\n'
+                    '    return torch.empty_like(logits).scatter(-1, order, filtered)\n')),
+    Accepted(cell='cached_attention_step', name='cat + causal_mask + masked_attention',
+             source=('def cached_attention_step(q, k_new, v_new, k_cache, v_cache):\n'
+                    '    k_all = torch.cat([k_cache, k_new], dim=-2)\n'
+                    '    v_all = torch.cat([v_cache, v_new], dim=-2)\n'
+                    '    mask = causal_mask(q.size(-2), k_all.size(-2), device=q.device)\n'
+                    '    out, _ = masked_attention(q, k_all, v_all, mask)\n'
+                    '    return out, k_all, v_all\n')),
+    Accepted(cell='cached_attention_step', name='manual scores with an offset tril',
+             source=('def cached_attention_step(q, k_new, v_new, k_cache, v_cache):\n'
+                    '    k_all = torch.cat((k_cache, k_new), dim=2)\n'
+                    '    v_all = torch.cat((v_cache, v_new), dim=2)\n'
+                    '    Tq, Tk = q.shape[-2], k_all.shape[-2]\n'
+                    '    scores = q @ k_all.transpose(-2, -1) / math.sqrt(q.shape[-1])\n'
+                    '    allowed = torch.ones(Tq, Tk, dtype=torch.bool, device=q.device).tril(Tk - Tq)\n'
+                    '    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)\n'
+                    '    return weights @ v_all, k_all, v_all\n')),
+    Accepted(cell='cached_attention_step', name='F.scaled_dot_product_attention with the boolean mask',
+             source=('def cached_attention_step(q, k_new, v_new, k_cache, v_cache):\n'
+                    '    k_all, v_all = torch.cat([k_cache, k_new], -2), torch.cat([v_cache, v_new], -2)\n'
+                    '    mask = causal_mask(q.shape[-2], k_all.shape[-2], device=q.device)\n'
+                    '    return F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask), k_all, v_all\n')),
+    Accepted(cell='last_token_pool', name='advanced indexing with arange on device',
+             source=('def last_token_pool(hidden, lengths):\n'
+                    '    return hidden[torch.arange(hidden.size(0), device=hidden.device), lengths - 1]\n')),
+    Accepted(cell='last_token_pool', name='gather along time',
+             source=('def last_token_pool(hidden, lengths):\n'
+                    '    idx = (lengths - 1).view(-1, 1, 1).expand(-1, 1, hidden.size(-1))\n'
+                    '    return hidden.gather(1, idx.to(hidden.device)).squeeze(1)\n')),
+    Accepted(cell='last_token_pool', name='take_along_dim',
+             source=('def last_token_pool(hidden: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:\n'
+                    '    return torch.take_along_dim(hidden, (lengths.long() - 1)[:, None, None], dim=1).squeeze(1)\n')),
+    Accepted(cell='last_token_pool', name='python range as the batch index',
+             source=('def last_token_pool(hidden, lengths):\n'
+                    '    return hidden[range(len(lengths)), lengths - 1]\n')),
 ]
