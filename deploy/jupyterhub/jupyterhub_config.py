@@ -27,7 +27,14 @@ c.JupyterHub.services = [
         "command": ["jupyterhub-singleuser", "--debug", "--port=9999"],
         "user": "grader-" + COURSE,
         "cwd": os.environ.get("COURSE_ROOT", "/srv/attention-course"),
-        "environment": {"COURSE_PROFILE": "ci", "JUPYTERHUB_SERVICE_NAME": COURSE},
+        # the hub does not pass its own environment to services: hand on what the course's
+        # nbgrader_config.py reads, so the formgrader uses the same gradebook as `course grade`
+        "environment": {
+            "COURSE_PROFILE": "ci",
+            "JUPYTERHUB_SERVICE_NAME": COURSE,
+            **{key: os.environ[key] for key in ("COURSE_ROOT", "COURSE_BASE_CONFIG", "COURSE_DB_URL", "NBGRADER_EXCHANGE")
+               if key in os.environ},
+        },
     }
 ]
 

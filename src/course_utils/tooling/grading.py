@@ -107,6 +107,7 @@ class GradingRun:
 
 _DEAD_KERNEL = re.compile(r"DeadKernelError|Kernel died|kernel .*(died|restarted)", re.I)
 _TIMEOUT = re.compile(r"UnresponsiveKernelError|the kernel became unresponsive", re.I)
+_SANDBOX_ERROR = re.compile(r"(?:[\w.]+\.)?(?P<kind>SandboxLimitError|SandboxError): (?P<message>.+)")
 _NOT_RELEASED = re.compile(r"No assignment with ID '[^']*' exists in the database")
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit)):\s*(?P<message>.*)$")
 
@@ -127,10 +128,16 @@ def student_result(student: str, assignment: str, outcome: Mapping[str, Any], db
     if outcome.get("success"):
         return StudentResult(student, assignment, "graded")
     text = f"{outcome.get('log', '')}\n{outcome.get('error', '')}"
+    sandbox = _SANDBOX_ERROR.search(text)
     if outcome.get("process_died"):
         reason = str(outcome["error"])
     elif _NOT_RELEASED.search(text):
         reason = str(AssignmentNotReleased(assignment, db_url or "the configured gradebook"))
+    elif sandbox and sandbox.group("kind") == "SandboxLimitError":
+        detail = re.sub(r"^Kernel died:\s*", "", sandbox.group("message").strip())
+        reason = f"the kernel died while running the notebook: {detail}"
+    elif sandbox:
+        reason = f"the grading sandbox failed: {sandbox.group('message').strip()}"
     elif _DEAD_KERNEL.search(text):
         reason = "the kernel died while running the notebook (e.g. os._exit, a segfault, out of memory)"
     elif _TIMEOUT.search(text):
@@ -183,17 +190,18 @@ def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookSco
     return rows
 
 
-Flags = Mapping[tuple[str, str], Sequence[str]]
+Flags = Mapping[tuple[str, str], Sequence[Any]]
 
 
-def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:
     """``(assignment, student) -> flags`` raised by the scan of the students' answer cells
-    (``course_utils.tooling.scan.scan_submissions``); empty where nothing was flagged."""
+    (``course_utils.tooling.scan.scan_submissions``; each flag prints as one line and has a
+    short ``rule``); only submissions with flags are listed."""
     try:
         from course_utils.tooling.scan import scan_submissions
     except ImportError:  # the scan is not part of this installation
         return {}
-    flags: dict[tuple[str, str], list[str]] = {}
+    flags: dict[tuple[str, str], list[Any]] = {}
     for assignment in sorted({a for a, _ in pairs}):
         students = sorted({s for a, s in pairs if a == assignment})
         for student, found in scan_submissions(course_dir, assignment, students).items():
@@ -203,12 +211,14 @@ def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict
 
 
 def _flags_text(flags: Flags, student: str, assignments: Sequence[str]) -> str:
+    """The table's short form: the rules that fired, per assignment."""
     parts = []
     for assignment in assignments:
         found = list(flags.get((assignment, student), ()))
         if found:
+            rules = sorted({str(getattr(flag, "rule", flag)) for flag in found})
             prefix = f"{assignment}: " if len(assignments) > 1 else ""
-            parts.append(prefix + ", ".join(found))
+            parts.append(f"{prefix}{len(found)} ({', '.join(rules)})")
     return "; ".join(parts)
 
 
@@ -266,7 +276,7 @@ def export_grades(rows: Sequence[NotebookScore], path: Path, flags: Flags | None
                 "score": f"{row.score:g}",
                 "max_score": f"{row.max_score:g}",
                 "needs_manual_grade": " ".join(row.needs_manual_grade),
-                "flags": "; ".join(flags.get((row.assignment, row.student), ())),
+                "flags": "; ".join(str(flag) for flag in flags.get((row.assignment, row.student), ())),
             }
             for gid, cell in row.cells.items():
                 record[f"{row.assignment}:{gid}"] = f"{cell.score:g}"

@@ -1,0 +1,226 @@
+"""The grading pipeline's contracts: nbgrader's configured gradebook, results as data, clear
+messages, the sandbox gate, and a dead kernel that stays with its own student.
+
+The first tests need no kernel; the last ones grade 00_welcome with real nbgrader (seconds).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_utils.tooling import cli
+from course_utils.tooling.cells import fill_answers, read, solution_code
+from course_utils.tooling.gradebook import (
+    AssignmentNotReleased,
+    copy_assignment_definition,
+    course_db_url,
+    require_assignment,
+)
+from course_utils.tooling.grading import (
+    CellScore,
+    GradingRun,
+    NotebookScore,
+    StudentResult,
+    export_grades,
+    read_scores,
+    scores_table,
+    student_result,
+)
+from course_utils.tooling.nbgrader_runner import write_course_config
+from course_utils.tooling.release import generate_release, prepare_scratch_course
+
+from conftest import ROOT
+
+A = "00_welcome"
+TEST = "test_count_parameters"
+
+
+# ----------------------------------------------------------------------------- no kernel
+
+
+def test_course_db_url_is_nbgraders_configured_gradebook(tmp_path, monkeypatch):
+    course = tmp_path / "course"
+    write_course_config(course, ROOT / "nbgrader_config.py")
+    assert course_db_url(course) == f"sqlite:///{course.resolve() / 'gradebook.db'}"
+
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "c.CourseDirectory.db_url = 'sqlite:////elsewhere/gb.db'\n")
+    assert course_db_url(course) == "sqlite:////elsewhere/gb.db"
+
+    # deploy/jupyterhub: PostgreSQL from COURSE_DB_URL, with the repository's config as base
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "nbgrader_config.py").write_text((ROOT / "deploy" / "jupyterhub" / "nbgrader_config.py").read_text())
+    monkeypatch.setenv("COURSE_BASE_CONFIG", str(ROOT / "nbgrader_config.py"))
+    monkeypatch.setenv("COURSE_ROOT", str(hub))
+    monkeypatch.setenv("COURSE_DB_URL", "postgresql+psycopg2://grader@db:5432/course")
+    assert course_db_url(hub) == "postgresql+psycopg2://grader@db:5432/course"
+
+
+def test_scratch_course_config_keeps_its_own_gradebook(tmp_path, monkeypatch):
+    """A parallel worker's scratch course never writes to the real (e.g. PostgreSQL) gradebook."""
+    base = tmp_path / "base_config.py"
+    base.write_text("c = get_config()\nc.CourseDirectory.root = '/srv/x'\n"
+                    "c.CourseDirectory.db_url = 'postgresql+psycopg2://u@h/db'\n")
+    scratch = tmp_path / "scratch"
+    write_course_config(scratch, base, own_gradebook=True)
+    assert course_db_url(scratch) == f"sqlite:///{scratch.resolve() / 'gradebook.db'}"
+
+
+def test_assignment_definition_copied_through_the_gradebook_api(tmp_path):
+    from nbgrader.api import Gradebook
+
+    source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    with Gradebook(source) as gb:
+        gb.add_assignment("hw")
+        gb.add_notebook("nb", "hw")
+        gb.add_grade_cell("t1", "nb", "hw", max_score=3, cell_type="code")
+        gb.add_solution_cell("s1", "nb", "hw")
+        gb.add_source_cell("t1", "nb", "hw", cell_type="code", locked=True, source="assert f()", checksum="abc")
+        gb.add_task_cell("w1", "nb", "hw", max_score=2, cell_type="markdown")
+        gb.add_student("someone")
+    with pytest.raises(AssignmentNotReleased, match=r"course release hw"):
+        require_assignment(target, "hw")
+    copy_assignment_definition(source, target, "hw")
+    require_assignment(target, "hw")
+    with Gradebook(target) as gb:
+        notebook = gb.find_notebook("nb", "hw")
+        assert [(c.name, c.max_score) for c in notebook.grade_cells] == [("t1", 3)]
+        assert [c.name for c in notebook.solution_cells] == ["s1"]
+        assert [(c.source, c.checksum, c.locked) for c in notebook.source_cells] == [("assert f()", "abc", True)]
+        assert [(c.name, c.max_score) for c in notebook.task_cells] == [("w1", 2)]
+        assert gb.students == []  # definitions only
+
+
+def test_student_result_comes_from_that_students_outcome():
+    assert student_result("a", A, {"success": True}) == StudentResult("a", A, "graded")
+    dead = student_result("b", A, {"success": False, "log": "nbclient.exceptions.DeadKernelError: Kernel died"})
+    assert dead.status == "failed" and "kernel died" in dead.reason
+    limit = student_result("c", A, {"success": False, "log": (
+        "course_utils.tooling.sandbox.SandboxLimitError: Kernel died: out of memory (limit 6 GiB)")})
+    assert limit.reason == "the kernel died while running the notebook: out of memory (limit 6 GiB)"
+    other = student_result("d", A, {"success": False, "log": "ValueError: bad cell\n",
+                                     "error": "nbgrader.apps.baseapp.NbGraderException: Please see the log"})
+    assert other.reason == "nbgrader could not grade this submission (ValueError: bad cell)"
+    missing = student_result("e", A, {"success": False, "log": f"No assignment with ID '{A}' exists in the database"})
+    assert f"course release {A}" in missing.reason
+    with pytest.raises(ValueError):
+        StudentResult("f", A, "lost")
+    run = GradingRun(A, [StudentResult("a", A, "graded"), dead, StudentResult("g", A, "malformed", "bad json")])
+    assert run.failed == {"b": dead.reason, "g": "bad json"} and run.returncode == 1
+
+
+def test_flags_column_in_table_and_export(tmp_path):
+    class Flag:
+        rule = "reference"
+
+        def __str__(self) -> str:
+            return "cell 3 (f) line 1: [reference] imports course_utils.attention"
+
+    row = NotebookScore("ada", A, A, {TEST: CellScore(TEST, 2, 2, False)})
+    clean = NotebookScore("bo", A, A, {TEST: CellScore(TEST, 0, 2, False)})
+    flags = {(A, "ada"): [Flag()]}
+    table = scores_table([row, clean], {}, flags).splitlines()
+    assert table[0].split() == ["student", A, "flags"]
+    assert table[2].startswith("ada") and table[2].endswith("1 (reference)")
+    assert scores_table([row, clean]).splitlines()[0].split() == ["student", A]  # no flags, no column
+    records = list(csv.DictReader(export_grades([row, clean], tmp_path / "g.csv", flags).open()))
+    assert records[0]["flags"] == str(Flag()) and records[1]["flags"] == ""
+
+
+def _fake_sandbox(monkeypatch, problem):
+    module = types.ModuleType("course_utils.tooling.sandbox")
+    module.sandbox_problem = lambda: problem
+    monkeypatch.setitem(sys.modules, "course_utils.tooling.sandbox", module)
+
+
+def test_grade_refuses_without_a_sandbox(tmp_path, monkeypatch, capsys):
+    course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
+    monkeypatch.setenv("COURSE_ROOT", str(course))
+    monkeypatch.delenv("COURSE_SANDBOX", raising=False)
+    _fake_sandbox(monkeypatch, "bwrap not found: apt-get install bubblewrap")
+    assert cli.main(["grade", A]) != 0
+    assert "bwrap not found: apt-get install bubblewrap" in capsys.readouterr().err
+
+    monkeypatch.setenv("COURSE_SANDBOX", "off")  # only the explicit flag turns it off
+    _fake_sandbox(monkeypatch, None)
+    assert cli.main(["grade", A]) != 0
+    assert "--no-sandbox" in capsys.readouterr().err
+
+
+def test_no_sandbox_warns_loudly_and_turns_the_sandbox_off(tmp_path, monkeypatch, capsys):
+    course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
+    monkeypatch.setenv("COURSE_ROOT", str(course))
+    monkeypatch.delenv("COURSE_SANDBOX", raising=False)
+    _fake_sandbox(monkeypatch, "bwrap not found")
+    monkeypatch.setattr(cli, "_not_released", lambda root, names: ["stop here"])  # no grading needed
+    assert cli.main(["grade", A, "--no-sandbox"]) == 1
+    err = capsys.readouterr().err
+    assert "UNSANDBOXED" in err and "stop here" in err
+    assert os.environ["COURSE_SANDBOX"] == "off"  # what the nbgrader processes inherit
+
+
+# ----------------------------------------------------------------------------- real nbgrader
+
+
+def _course_cli(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT="20", COURSE_PROFILE="ci")
+    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_grade_before_release_says_so(tmp_path):
+    course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
+    folder = course / "submitted" / "ada" / A
+    folder.mkdir(parents=True)
+    nbformat.write(read(course / "solutions" / A / f"{A}.ipynb"), str(folder / f"{A}.ipynb"))
+    result = _course_cli("grade", A, "--no-sandbox", course=course)
+    assert result.returncode != 0
+    assert f"assignment '{A}' is not in the gradebook" in result.stderr
+    assert f"Run `course release {A}` first" in result.stderr
+    assert "nbgrader could not grade" not in result.stdout + result.stderr
+    assert (folder / f"{A}.ipynb").is_file()  # nothing was moved or graded
+    feedback = _course_cli("feedback", A, course=course)
+    assert feedback.returncode != 0 and f"Run `course release {A}` first" in feedback.stderr
+
+
+def build_small_class(course: Path, students: dict[str, str | None]) -> None:
+    """00_welcome released in ``course``; ``students``: id -> answer code (None: the blank release)."""
+    prepare_scratch_course(ROOT, course, [A])
+    generate_release(course, [A], verbose=False)
+    release = read(course / "notebooks" / A / f"{A}.ipynb")
+    for student, code in students.items():
+        folder = course / "submitted" / student / A
+        folder.mkdir(parents=True)
+        nb = release if code is None else fill_answers(release, {"count_parameters": code})
+        nbformat.write(nb, str(folder / f"{A}.ipynb"))
+
+
+def solution_answer() -> str:
+    return solution_code(read(ROOT / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
+
+
+@pytest.mark.slow
+def test_a_dead_kernel_stays_with_its_student_in_a_parallel_group(tmp_path):
+    """One worker, one group: the crashing student fails alone, the others are graded."""
+    from course_utils.tooling.parallel import autograde_parallel
+
+    course = tmp_path / "course"
+    build_small_class(course, {"a-first": solution_answer(), "b-crash": "import os\nos._exit(1)\n",
+                               "c-after": solution_answer()})
+    run = autograde_parallel(course, A, workers=1)
+    by_student = {r.student: r for r in run.results}
+    assert by_student["b-crash"].status == "failed" and "kernel died" in by_student["b-crash"].reason
+    assert by_student["a-first"].status == "graded" and by_student["c-after"].status == "graded", run.results
+    scores = {r.student: r.cells[TEST].score for r in read_scores(course)}
+    assert scores["a-first"] == 2 and scores["c-after"] == 2
+    assert not any(p.name.startswith("course-grade-") for p in course.iterdir()), "scratch courses stay outside"
