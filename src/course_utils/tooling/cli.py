@@ -8,6 +8,8 @@
     course export               grades CSV, one column per exercise
     course mistakes [A ...]     (authors) show that the tests reject every curated mistake
     course check NOTEBOOK ...   (students) run your notebook's visible tests
+    course flags [A ...]        submissions whose code tries to get around the tests (never zeroed)
+    course dist                 build the student distribution: release notebooks and a wheel
     course setup-kernel         register the Jupyter kernel the notebooks use
 """
 
@@ -192,7 +194,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if flags:
         print(f"\n{len(flags)} submission(s) flagged for review (scores unchanged):")
         for (name, student), found in sorted(flags.items()):
-            print(f"  FLAGGED {student} / {name}: {', '.join(found)}")
+            print(f"  FLAGGED {student} / {name}:")
+            print("\n".join(f"    {flag}" for flag in found))
     print(f"graded in {time.perf_counter() - started:.0f} s")
     return 0
 
@@ -221,6 +224,35 @@ def cmd_export(args: argparse.Namespace) -> int:
     flags = submission_flags(root, sorted({(r.assignment, r.student) for r in rows}))
     path = export_grades(rows, Path(args.out), flags)
     print(f"grades written to {path}")
+    return 0
+
+
+def cmd_flags(args: argparse.Namespace) -> int:
+    import csv
+
+    from course_utils.tooling.scan import format_flags, scan_submissions
+
+    root = find_root()
+    out_dir = root / "build" / "flags"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in _names(root, args.assignments):
+        flags = scan_submissions(root, name, args.student or None)
+        print(format_flags(name, flags))
+        with (out_dir / f"{name}.csv").open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["student", "cell_index", "cell", "line", "rule", "text"])
+            for student, found in sorted(flags.items()):
+                writer.writerows([student, f.index, f.cell, f.line, f.rule, f.text] for f in found)
+    print(f"flags written to {out_dir}/")
+    return 0
+
+
+def cmd_dist(args: argparse.Namespace) -> int:
+    from course_utils.tooling.distribution import build_student_distribution
+
+    root = find_root()
+    out = build_student_distribution(root, Path(args.out) if Path(args.out).is_absolute() else root / args.out)
+    print(f"student distribution written to {out}/")
     return 0
 
 
@@ -274,6 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = add("check", cmd_check, "run your notebook top to bottom and report each exercise's visible tests", False)
     check.add_argument("notebooks", nargs="+", help="notebook(s) to check")
     check.add_argument("--timeout", type=int, default=120, help="seconds allowed per cell (default 120)")
+    flags = add("flags", cmd_flags, "scan submissions for code that gets around the tests; writes build/flags/<A>.csv")
+    flags.add_argument("--student", action="append", help="only this student (repeatable)")
+    dist = add("dist", cmd_dist, "build the student distribution (release notebooks, wheel, README); no solutions or hidden tests", False)
+    dist.add_argument("--out", default="build/student-dist", help="output folder (default build/student-dist)")
     return parser
 
 

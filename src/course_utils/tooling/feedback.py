@@ -1,23 +1,40 @@
 """Feedback that tells students what failed without handing them the hidden tests.
 
-nbgrader's feedback HTML shows every graded cell as it ran, hidden tests and their
-tracebacks included. This preprocessor, run by ``nbgrader generate_feedback`` (see
-nbgrader_config.py), removes the hidden-test block from each test cell's source and
-shortens every error in a test cell to its message: the student reads *what* is wrong
-(the check's message and hint), not the code of the hidden test that found it.
+nbgrader's feedback HTML shows every graded cell as it ran: hidden tests, their tracebacks,
+and whatever student code printed while a test called it. Student code can read the test
+that calls it (its caller's frame, ``linecache``, IPython's ``In``) and print it, or put it
+in an exception message. This preprocessor, run by ``nbgrader generate_feedback`` (see
+nbgrader_config.py), therefore:
+
+- removes the hidden-test block from each test cell's source;
+- keeps, of a test cell's outputs, only the error's name and message (length-capped):
+  nothing printed or displayed while the test ran reaches the feedback (pass/fail and the
+  check's own message are what the student reads);
+- redacts, in every output of every cell, any line of any hidden test (of this notebook
+  and, when the course's source directory is readable, of every assignment), e.g. an
+  answer cell that prints ``In[12]``.
 """
 
 from __future__ import annotations
 
+import html
 import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
 
 from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool
+from traitlets import Bool, Int, Unicode
 
-__all__ = ["HideHiddenTests", "hide_hidden_tests"]
+__all__ = ["HideHiddenTests", "hide_hidden_tests", "hidden_lines", "redact", "REDACTED"]
 
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_HIDDEN_BODY = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n(?P<body>.*?)^[ \t]*### END HIDDEN TESTS", re.S | re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_MARKERS = re.compile(r"#+\s*(BEGIN|END)\s+(HIDDEN\s+TESTS|SOLUTION)", re.I)
+
+REDACTED = "[hidden test line removed]"
+MIN_LINE = 8  # shorter hidden lines (`)`, `else:`, `x = 1`) say nothing and would redact honest output
 
 
 def hide_hidden_tests(source: str) -> str:
@@ -25,17 +42,114 @@ def hide_hidden_tests(source: str) -> str:
     return _HIDDEN.sub("# (hidden tests ran here)\n", source)
 
 
+def hidden_lines(sources: Iterable[str]) -> set[str]:
+    """Every meaningful line (stripped, at least ``MIN_LINE`` characters) of the hidden blocks."""
+    lines: set[str] = set()
+    for source in sources:
+        for match in _HIDDEN_BODY.finditer(source):
+            for line in match.group("body").splitlines():
+                line = line.strip()
+                if len(line) >= MIN_LINE and not line.startswith("#"):
+                    lines.add(line)
+    return lines
+
+
+def _line_pattern(lines: Iterable[str]) -> re.Pattern[str] | None:
+    """One regex matching any of the lines, whitespace-insensitive, longest first."""
+    parts = []
+    variants = set(lines) | {html.escape(line) for line in lines}  # text/html outputs hold escaped text
+    for line in sorted(variants, key=len, reverse=True):
+        tokens = [re.escape(t) for t in line.split()]
+        parts.append(r"\s*".join(tokens))
+    return re.compile("|".join(parts)) if parts else None
+
+
+def redact(text: str, pattern: re.Pattern[str] | None) -> str:
+    """``text`` with every hidden-test line and every hidden/solution marker replaced."""
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    return _MARKERS.sub(REDACTED, text)
+
+
+@lru_cache(maxsize=8)
+def _course_hidden_lines(source_dir: str, stamp: float) -> frozenset[str]:
+    """Hidden-test lines of every notebook under ``source_dir`` (cached per modification time)."""
+    import nbformat
+
+    sources = []
+    for path in sorted(Path(source_dir).glob("*/*.ipynb")):
+        try:
+            nb = nbformat.read(str(path), as_version=4)
+        except Exception:  # noqa: BLE001 - an unreadable source adds nothing
+            continue
+        sources.extend(c.source for c in nb.cells if c.cell_type == "code")
+    return frozenset(hidden_lines(sources))
+
+
+def _is_test_cell(cell) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class HideHiddenTests(Preprocessor):
-    """Strip hidden tests and tracebacks from autograded test cells before feedback."""
+    """Strip hidden tests, test-time output and tracebacks from autograded notebooks before feedback."""
 
     enabled = Bool(True, help="on by default: nbconvert preprocessors are off unless enabled").tag(config=True)
+    max_message = Int(800, help="longest error message shown for a test cell (characters)").tag(config=True)
+    source_directory = Unicode(
+        "solutions", help="nbgrader source directory (relative to the working directory): its hidden tests are "
+        "redacted from every output too, when it is readable"
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        sources = [c.source for c in nb.cells if _is_test_cell(c)]
+        lines = hidden_lines(sources)
+        folder = Path(self.source_directory)
+        if folder.is_dir():
+            stamp = max((p.stat().st_mtime for p in folder.glob("*/*.ipynb")), default=0.0)
+            lines |= _course_hidden_lines(str(folder.resolve()), stamp)
+        self._pattern = _line_pattern(lines)
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+        pattern = getattr(self, "_pattern", None)
+        if cell.get("cell_type") != "code":
+            return cell, resources
+        if _is_test_cell(cell):
             cell.source = hide_hidden_tests(cell.source)
+            kept = []
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
-                    message = _ANSI.sub("", f"{output.get('ename', 'Error')}: {output.get('evalue', '')}")
-                    output["traceback"] = [message]
+                    name = _clip(redact(_ANSI.sub("", str(output.get("ename", "Error"))), pattern), 80)
+                    message = _clip(redact(_ANSI.sub("", str(output.get("evalue", ""))), pattern), self.max_message)
+                    output["ename"], output["evalue"] = name, message
+                    output["traceback"] = [f"{name}: {message}"]
+                    kept.append(output)
+            cell["outputs"] = kept
+        else:
+            for output in cell.get("outputs", []):
+                self._redact_output(output, pattern)
         return cell, resources
+
+    @staticmethod
+    def _redact_output(output, pattern) -> None:
+        if "text" in output:
+            text = output["text"]
+            output["text"] = redact("".join(text) if isinstance(text, list) else str(text), pattern)
+        for key in ("ename", "evalue"):
+            if key in output:
+                output[key] = redact(str(output[key]), pattern)
+        if "traceback" in output:
+            output["traceback"] = [redact(_ANSI.sub("", str(line)), pattern) for line in output["traceback"]]
+        data = output.get("data") or {}
+        for mime, value in list(data.items()):
+            if isinstance(value, list):
+                value = "".join(value)
+            if isinstance(value, str):
+                data[mime] = redact(value, pattern)
+            else:  # JSON payloads (widgets, application/json): only the text forms are safe to keep
+                del data[mime]

@@ -1,0 +1,140 @@
+"""Hidden tests stay hidden: no feedback carries a hidden test's source, whatever student code prints."""
+
+from __future__ import annotations
+
+import html
+import os
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from course_utils.tooling.cells import fill_answers, grading_cells, read, solution_code
+from course_utils.tooling.feedback import REDACTED, HideHiddenTests, hidden_lines
+from course_utils.tooling.release import generate_release, prepare_scratch_course
+
+from conftest import ROOT
+
+HIDDEN = "check(secret_case(-5) == -10, 'negative inputs')"
+TEST_SOURCE = f"check(f(1) == 2, 'one')\nprint('Visible tests passed.')\n### BEGIN HIDDEN TESTS\n{HIDDEN}\n### END HIDDEN TESTS\n"
+
+
+def _meta(grade_id: str, **flags) -> dict:
+    return {"nbgrader": {"grade_id": grade_id, "schema_version": 3, "points": 1 if flags.get("grade") else 0,
+                         "solution": False, "grade": False, "locked": False, **flags}}
+
+
+def _graded_notebook() -> nbformat.NotebookNode:
+    """An autograded notebook whose student code leaked the hidden test everywhere it could."""
+    leak = f"    {HIDDEN}\n"
+    return new_notebook(cells=[
+        new_code_cell("def f(x):\n    return 2 * x", metadata=_meta("f", solution=True),
+                      outputs=[new_output("stream", name="stdout", text="my own output\n" + leak)]),
+        new_code_cell(TEST_SOURCE, metadata=_meta("test_f", grade=True, locked=True), outputs=[
+            new_output("stream", name="stdout", text="frame says:\n" + leak + "Visible tests passed.\n"),
+            new_output("display_data", data={"text/plain": leak, "text/html": f"<pre>{html.escape(leak)}</pre>"}),
+            new_output("error", ename="ValueError", evalue="x" * 5000 + leak, traceback=["\x1b[31mTraceback", leak]),
+        ]),
+        new_code_cell("print(In[2])", outputs=[
+            new_output("stream", name="stdout", text="check(secret_case(-5)   ==  -10, 'negative inputs')\n"),
+            new_output("execute_result", data={"text/html": f"<b>{html.escape(HIDDEN)}</b>",
+                                               "application/json": {"leak": HIDDEN}}, execution_count=3),
+            new_output("error", ename="RuntimeError", evalue=HIDDEN, traceback=[HIDDEN]),
+        ]),
+    ])
+
+
+def test_hidden_lines_are_the_meaningful_lines_of_the_hidden_blocks():
+    assert hidden_lines([TEST_SOURCE]) == {HIDDEN}
+    assert hidden_lines(["### BEGIN HIDDEN TESTS\nx = 1\n# a comment here\n### END HIDDEN TESTS\n"]) == set()
+
+
+def test_feedback_keeps_only_the_error_name_and_a_capped_message_in_test_cells():
+    nb, _ = HideHiddenTests(source_directory="no-such-dir").preprocess(_graded_notebook(), {})
+    test = nb.cells[1]
+    assert "BEGIN HIDDEN" not in test.source and "secret_case" not in test.source
+    (error,) = test.outputs  # stdout and display output of the test run are gone
+    assert error.output_type == "error" and error.ename == "ValueError"
+    assert len(error.evalue) <= 800 and error.traceback == [f"ValueError: {error.evalue}"]
+
+
+def test_every_output_of_every_cell_is_redacted():
+    nb, _ = HideHiddenTests(source_directory="no-such-dir").preprocess(_graded_notebook(), {})
+    text = nbformat.writes(nb)
+    assert "secret_case" not in text and "negative inputs" not in text
+    assert REDACTED in nb.cells[0].outputs[0].text and "my own output" in nb.cells[0].outputs[0].text
+    assert "application/json" not in nb.cells[2].outputs[1].data
+
+
+def test_hidden_lines_of_other_assignments_are_redacted_too():
+    other = read(ROOT / "solutions" / "00_welcome" / "00_welcome.ipynb")
+    line = sorted(hidden_lines(c.source for c in grading_cells(other)))[0]
+    nb = _graded_notebook()
+    nb.cells[0].outputs[0].text = f"from the gradebook: {line}\n"
+    cleaned, _ = HideHiddenTests(source_directory=str(ROOT / "solutions")).preprocess(nb, {})
+    assert line not in cleaned.cells[0].outputs[0].text
+
+
+# -- end to end: real `course grade` (sandboxed nbgrader autograde) and `course feedback` -------------
+
+A = "00_welcome"
+FRAME_LEAK = '''import sys, linecache
+def count_parameters(module):
+    caller = sys._getframe(1)
+    print("LEAK-FRAME", "".join(linecache.getlines(caller.f_code.co_filename)))
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+'''
+RAISE_LEAK = '''import sys, linecache
+def count_parameters(module):
+    if isinstance(module, torch.nn.GRU):
+        raise ValueError("LEAK-RAISE " + "".join(linecache.getlines(sys._getframe(1).f_code.co_filename)))
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+'''
+HISTORY_LEAK = '''import html
+from IPython.display import HTML, display
+print("LEAK-IN", "\\n".join(In))
+display(HTML("<pre>" + html.escape(repr(_ih)) + "</pre>"))
+'''
+
+
+@pytest.mark.slow
+def test_students_who_print_the_hidden_tests_get_none_of_them_in_feedback(tmp_path):
+    course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
+    generate_release(course, [A], verbose=False)
+    release = read(course / "notebooks" / A / f"{A}.ipynb")
+    answer = solution_code(read(course / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
+    students = {
+        "frame": fill_answers(release, {"count_parameters": FRAME_LEAK}),
+        "raise": fill_answers(release, {"count_parameters": RAISE_LEAK}),
+        "history": fill_answers(release, {"count_parameters": answer}),
+    }
+    students["history"].cells.append(new_code_cell(HISTORY_LEAK))
+    for student, nb in students.items():
+        folder = course / "submitted" / student / A
+        folder.mkdir(parents=True)
+        nbformat.write(nb, str(folder / f"{A}.ipynb"))
+
+    env = dict(os.environ, COURSE_ROOT=str(course), COURSE_PROFILE="ci", COURSE_CELL_TIMEOUT="60")
+    for command in (["grade", A, "--workers", "1"], ["feedback", A]):
+        result = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *command], cwd=course, env=env,
+                                capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    secret = hidden_lines(c.source for c in grading_cells(read(course / "solutions" / A / f"{A}.ipynb")))
+    assert secret
+    for student in students:
+        graded = nbformat.writes(read(course / "autograded" / student / A / f"{A}.ipynb"))
+        marker = {"frame": "LEAK-FRAME", "raise": "LEAK-RAISE", "history": "LEAK-IN"}[student]
+        assert marker in graded, f"{student}: the attack did not run, so the test proves nothing"
+        assert any(line in graded or line.replace('"', '\\"') in graded for line in secret), \
+            f"{student}: the attack should have reached the hidden test source"
+        page = (course / "feedback" / student / A / f"{A}.html").read_text()
+        for line in secret:
+            assert line not in page and html.escape(line) not in page and html.escape(line, quote=False) not in page, \
+                f"{student}: hidden line in feedback: {line}"
+        assert "BEGIN HIDDEN TESTS" not in page
+        if student == "frame":  # printed while the test ran (the test cell's visible first line): dropped
+            assert "LEAK-FRAME from course_utils.checks" in graded
+            assert "LEAK-FRAME from course_utils.checks" not in page
