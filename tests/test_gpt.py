@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from course_utils.gpt import (
     GPT, GPTClassifier, GPTConfig, KVCache, apply_temperature, bigram_log_probs, bigram_loss, encode_padded,

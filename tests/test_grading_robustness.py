@@ -112,7 +112,7 @@ def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str],
         else:
             assert grades.get(student) == expected, f"{student}: expected {expected}, got {grades.get(student)}\n{out}"
         if words and (notes or expected == "FAILED"):
-            line = next((l for l in out.splitlines() if f" {student} / {A}" in l and words in l), None)
+            line = next((text for text in out.splitlines() if f" {student} / {A}" in text and words in text), None)
             assert line, f"the report should say {words!r} for {student}:\n{out}"
     return {s: g for s, g in grades.items() if EXPECTED[s][0] != "FAILED"}
 

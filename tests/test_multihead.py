@@ -6,7 +6,6 @@ floating-point operations differently; observed differences are ~1e-7).
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from course_utils.masking import causal_mask, key_mask, padding_mask
 from course_utils.multihead import MultiHeadAttention, count_parameters, from_torch, merge_heads, split_heads

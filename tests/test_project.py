@@ -116,3 +116,15 @@ def test_solution_notebooks_hold_no_outputs(assignment):
     nb = nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
     executed = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
     assert not executed, f"cells {executed} of solutions/{assignment} hold outputs: clear them before committing"
+
+
+def test_ruff_finds_nothing():
+    """Lint (configuration in pyproject.toml): the same check CI runs."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    result = subprocess.run([ruff, "check", "--quiet", "."], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
