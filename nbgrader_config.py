@@ -29,6 +29,25 @@ _ci = os.environ.get("COURSE_PROFILE", "") == "ci"
 c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT") or (120 if _ci else 900))
 c.Execute.interrupt_on_timeout = True
 
+# Every submission's kernel runs in a bubblewrap sandbox (course_utils/tooling/sandbox.py):
+# it sees a private copy of its own notebook and the read-only environment, not the course
+# directory, the gradebook, other submissions, the network or the grader's environment, under
+# limits on memory, processes, CPU, file size and wall time (COURSE_SANDBOX_* override them).
+# This list is nbgrader 0.9.6's own with Execute replaced, so serial `nbgrader autograde` and
+# every worker of the parallel grader (which loads this file) are sandboxed alike; config
+# for `Execute` (timeout, `--Execute.enabled=False`) applies to the subclass. Without bwrap,
+# autograding stops and says what to install; only COURSE_SANDBOX=off (`course grade
+# --no-sandbox`) grades unsandboxed.
+c.Autograde.autograde_preprocessors = [
+    "course_utils.tooling.sandbox.SandboxedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # A test cell that writes to stderr scores 0 even when the answer is right. Drop stderr
 # that is only a warning or a progress bar before grading.
 c.IgnorePattern.enabled = True
