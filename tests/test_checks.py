@@ -133,6 +133,9 @@ def test_check_device_dtype_accepts_right_answers_in_several_styles():
     check_device_dtype(_causal_softmax, x, name="device=")
     check_device_dtype(lambda x: _causal_softmax(x, to_style=True), x, name=".to(x.device)")
     check_device_dtype(lambda x: x * int(x.abs().sum().item() > 0), x, name="needs data (no meta)")
+    # a CPU scalar tensor may meet tensors on any device (on a GPU too), with or without meta inputs
+    check_device_dtype(lambda x: torch.where(x > 0, x, torch.tensor(-1.0)), x, name="CPU scalar")
+    check_device_dtype(lambda x: torch.where(x > int(x.abs().sum().item() > 0), x, torch.tensor(-1.0)), x, name="CPU scalar, needs data")
     check_device_dtype(torch.nn.Linear(4, 3), x, name="a module")
     check_device_dtype(lambda x: x[torch.arange(2)] * 2 + torch.tensor(1.0), x, name="CPU index and scalar (fine on CUDA)")
 

@@ -288,6 +288,23 @@ def _module_like(module: torch.nn.Module, args: Any, kwargs: Any) -> torch.nn.Mo
     return copy_.to(floats[0].dtype) if floats else copy_
 
 
+class _NewTensorsOnMeta(torch.overrides.TorchFunctionMode):
+    """Like ``with torch.device("meta")``: a tensor made without ``device=`` lands on meta.
+
+    Except 0-dim tensors (``torch.tensor(float("-inf"))``): a CPU scalar may meet tensors on
+    any device, on a GPU too, so they stay on the CPU.
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        from torch.utils._device import _device_constructors
+
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in _device_constructors() and kwargs.get("device") is None and isinstance(out, torch.Tensor) and out.dim() > 0:
+            return out.to("meta")
+        return out
+
+
 def check_device_dtype(
     fn: Callable[..., Any],
     *args: Any,
@@ -349,7 +366,7 @@ def check_device_dtype(
         # so that a tensor created without device= lands on meta and meets the real ones.
         inputs = _tensors_in((args, kwargs))
         try:
-            with warnings.catch_warnings(), torch.device("meta"):
+            with warnings.catch_warnings(), _NewTensorsOnMeta():
                 warnings.simplefilter("ignore")
                 out = fn(*_map_tensors(args, lambda t: t.clone()), **_map_tensors(kwargs, lambda t: t.clone()))
         except CheckFailed:
