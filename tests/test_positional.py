@@ -25,7 +25,7 @@ F32_ATOL = 1e-5
 
 
 def loop_pe(T: int, d: int, base: float = 10000.0) -> torch.Tensor:
-    """PE[pos, h]: sin(pos / base^(h/d)) for even h, cos(pos / base^((h-1)/d)) for odd h (seed 003)."""
+    """PE[pos, h]: sin(pos / base^(h/d)) for even h, cos(pos / base^((h-1)/d)) for odd h (the AMAL lab's indexing)."""
     pe = torch.zeros(T, d, dtype=torch.float64)
     for pos in range(T):
         for h in range(d):

@@ -118,6 +118,16 @@ def test_solution_notebooks_hold_no_outputs(assignment):
     assert not executed, f"cells {executed} of solutions/{assignment} hold outputs: clear them before committing"
 
 
+@pytest.mark.parametrize("tree", ["solutions", "notebooks"])
+@pytest.mark.parametrize("assignment", assignment_names())
+def test_notebooks_name_source_lectures_by_their_own_names(tree, assignment):
+    """"seed 000".."seed 004" was an internal name for the source lectures; students read the lectures' own names."""
+    nb = nbformat.read(str(ROOT / tree / assignment / f"{assignment}.ipynb"), as_version=4)
+    internal = re.compile(r"seed[ -]?0\d\d", re.I)
+    found = [(i, m.group(0)) for i, c in enumerate(nb.cells) for m in internal.finditer(c.source)]
+    assert not found, f"{tree}/{assignment}: cells say {found}; cite the lecture by name (see docs/design.md)"
+
+
 def test_ruff_finds_nothing():
     """Lint (configuration in pyproject.toml): the same check CI runs."""
     import shutil

@@ -95,7 +95,7 @@ def batch_mask(
 
 
 def to_additive(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The additive form of seed 004: 0 where allowed, ``-inf`` where masked."""
+    """The additive form of the INF721 lecture: 0 where allowed, ``-inf`` where masked."""
     zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     return zeros.masked_fill(~mask, float("-inf"))
 

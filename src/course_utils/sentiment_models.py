@@ -1,9 +1,9 @@
-"""The sentence classifiers of the notebook 07 ladder (seed 003, the AMAL self-attention lab).
+"""The sentence classifiers of the notebook 07 ladder (AMAL lab 9, *Mécanisme d'attention propre*, Sorbonne Université).
 
 One model, :class:`AttentionClassifier`, whose switches climb the ladder:
 
 ====  ===============  ===========  =========  =========
-rung  residual_ln      positions    pooling    seed 003
+rung  residual_ln      positions    pooling    AMAL lab
 ====  ===============  ===========  =========  =========
 Q1    False            False        "mean"     L = 3 self-attention layers, mean pooling
 Q2    True             False        "mean"     + residual connections and LayerNorm
@@ -60,7 +60,7 @@ def prepend_cls(h: torch.Tensor, real: torch.Tensor, cls: torch.Tensor) -> tuple
 
 
 class PlainAttentionLayer(nn.Module):
-    """Rung Q1 of seed 003: ``x <- g(SelfAttention(x))`` with ``g`` a position-wise FFN; no residual, no norm."""
+    """Rung Q1 of the AMAL lab: ``x <- g(SelfAttention(x))`` with ``g`` a position-wise FFN; no residual, no norm."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int) -> None:
         super().__init__()
@@ -76,7 +76,7 @@ class AttentionClassifier(nn.Module):
     """Embeddings -> (positions) -> ``n_layers`` attention layers -> pooling -> linear head (2 classes).
 
     ``residual_ln=True`` uses :class:`~course_utils.blocks.EncoderBlock` s: pre-LN with a final
-    LayerNorm (seed 003's ``x + f(LN(x))``, the default) or post-LN (``norm_first=False``);
+    LayerNorm (the AMAL lab's ``x + f(LN(x))``, the default) or post-LN (``norm_first=False``);
     ``residual_ln=False`` uses :class:`PlainAttentionLayer`.
     ``pooling="cls"`` prepends a learned vector ``self.cls`` and classifies from its output
     (position 0); ``"mean"`` averages the outputs over the real tokens.

@@ -410,7 +410,7 @@ def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
     ),
     Accepted(
         cell="sinusoidal_encoding",
-        name='pure python loops (seed 003 component index)',
+        name='pure python loops (AMAL lab component index)',
         source="""\
 def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
     rows = []
