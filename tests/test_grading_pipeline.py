@@ -145,7 +145,8 @@ def _fake_sandbox(monkeypatch, problem):
 def test_grade_refuses_without_a_sandbox(tmp_path, monkeypatch, capsys):
     course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
     monkeypatch.setenv("COURSE_ROOT", str(course))
-    monkeypatch.delenv("COURSE_SANDBOX", raising=False)
+    monkeypatch.setenv("COURSE_SANDBOX", "")  # recorded, so whatever the CLI sets is undone
+    monkeypatch.delenv("COURSE_SANDBOX")
     _fake_sandbox(monkeypatch, "bwrap not found: apt-get install bubblewrap")
     assert cli.main(["grade", A]) != 0
     assert "bwrap not found: apt-get install bubblewrap" in capsys.readouterr().err
@@ -159,7 +160,8 @@ def test_grade_refuses_without_a_sandbox(tmp_path, monkeypatch, capsys):
 def test_no_sandbox_warns_loudly_and_turns_the_sandbox_off(tmp_path, monkeypatch, capsys):
     course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
     monkeypatch.setenv("COURSE_ROOT", str(course))
-    monkeypatch.delenv("COURSE_SANDBOX", raising=False)
+    monkeypatch.setenv("COURSE_SANDBOX", "")  # recorded, so whatever the CLI sets is undone
+    monkeypatch.delenv("COURSE_SANDBOX")
     _fake_sandbox(monkeypatch, "bwrap not found")
     monkeypatch.setattr(cli, "_not_released", lambda root, names: ["stop here"])  # no grading needed
     assert cli.main(["grade", A, "--no-sandbox"]) == 1

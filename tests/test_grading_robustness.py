@@ -89,7 +89,8 @@ def _build_class(course: Path) -> None:
 
 
 def _course(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT=CELL_TIMEOUT, COURSE_PROFILE="ci")
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_SANDBOX"}  # always sandboxed
+    env = dict(env, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT=CELL_TIMEOUT, COURSE_PROFILE="ci")
     return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=1200)
 
