@@ -14,7 +14,8 @@ to read:
 
 Peak memory is the peak of tensor bytes alive during forward + backward
 (:class:`course_utils.benchmark.PeakMemory`), which shows the quadratic growth of the explicit
-version. Writes ``benchmarks/results/attention.md``.
+version. A second table compares where the explicit path applies ``1/sqrt(d_k)``: to q (as the
+course module does) or to the ``T x T`` scores. Writes ``benchmarks/results/attention-<device>.md``.
 """
 
 from __future__ import annotations
@@ -89,6 +90,33 @@ def measure(lengths: list[int], batch: int, d_model: int, n_heads: int, repeats:
     return rows
 
 
+def scaling_comparison(lengths: list[int], batch: int, d_model: int, n_heads: int, repeats: int,
+                       device: torch.device) -> list[tuple[int, float, float]]:
+    """Forward + backward of ``softmax(. ) @ v`` with the ``1/sqrt(d_k)`` applied to q (the library's explicit
+    path) or to the ``T x T`` scores, interleaved; returns ``(T, ms scaling q, ms scaling scores)`` per length."""
+    d_k = d_model // n_heads
+    variants = {
+        "q": lambda q, k, v: torch.softmax((q * d_k**-0.5) @ k.transpose(-2, -1), dim=-1) @ v,
+        "scores": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / d_k**0.5, dim=-1) @ v,
+    }
+    out = []
+    for T in lengths:
+        q, k, v = (torch.randn(batch, n_heads, T, d_k, device=device, requires_grad=True) for _ in range(3))
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for repeat in range(repeats + 1):  # the first round warms up
+            for name, fn in variants.items():
+                synchronize(device)
+                start = time.perf_counter()
+                fn(q, k, v).sum().backward()
+                synchronize(device)
+                if repeat:
+                    times[name].append(time.perf_counter() - start)
+        out.append((T, 1000 * statistics.median(times["q"]), 1000 * statistics.median(times["scores"])))
+        print(f"T={T:5d}  scaling q {out[-1][1]:8.2f} ms, scaling scores {out[-1][2]:8.2f} ms "
+              f"({out[-1][1] / out[-1][2]:.2f}x)", flush=True)
+    return out
+
+
 def table(rows: list[dict]) -> str:
     names = list(dict.fromkeys(r["impl"] for r in rows))
     lines = ["| T | " + " | ".join(f"{n} ms (x ref)" for n in names) + " | " + " | ".join(f"{n} peak MB" for n in names) + " |",
@@ -120,11 +148,15 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads for torch (default 1: on a shared machine, a second thread that is "
                              "descheduled stalls every parallel op, which swamps the comparison)")
+    parser.add_argument("--note", default="", help="a sentence for the result file (e.g. how busy the machine was)")
     args = parser.parse_args()
     device = get_device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     rows = measure(args.lengths, args.batch, args.d_model, args.heads, args.repeats, device)
+    scaling = scaling_comparison(args.lengths, args.batch, args.d_model, args.heads, args.repeats, device)
+    scaling_table = "\n".join(["| T | scaling q ms | scaling the scores ms | ratio |", "|---|---|---|---|"]
+                              + [f"| {T} | {a:.2f} | {b:.2f} | {a / b:.2f}x |" for T, a, b in scaling])
     fused_ratios = []
     for T in args.lengths:
         by = {r["impl"]: r["ms"] for r in rows if r["T"] == T}
@@ -143,7 +175,15 @@ by `nn.MultiheadAttention`'s in the same run.
 - Peak memory of the explicit version grows as T^{growth(rows, "course explicit"):.2f} between the two longest
   lengths (the T x T weights, kept for backward); the fused version as T^{growth(rows, "course fused"):.2f}.
 
-Command: `python benchmarks/bench_attention.py --device {device.type}`.
+{args.note}
+
+Where the explicit path applies `1/sqrt(d_k)`: to q before `q @ k^T` (what the course module does) or to
+the `T x T` scores after it; attention core only (no projections), forward + backward, same inputs,
+median of {args.repeats} interleaved runs:
+
+{scaling_table}
+
+Command: `python benchmarks/bench_attention.py --device {device.type} --lengths {' '.join(map(str, args.lengths))} --repeats {args.repeats}`.
 """
     path = write_result(f"attention-{device.type}", f"Multi-head attention: course vs PyTorch on {device.type}", body, device)
     print(f"wrote {path}")

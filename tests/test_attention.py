@@ -63,3 +63,16 @@ def test_self_attention_head_equals_explicit_formula():
     q, k, v = x @ head.query.weight.T, x @ head.key.weight.T, x @ head.value.weight.T
     expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(5), dim=-1) @ v
     torch.testing.assert_close(head(x)[0], expected, atol=ATOL, rtol=1e-5)
+
+
+@pytest.mark.parametrize("d", [5, 16, 64])
+def test_scaling_q_first_equals_scaling_the_scores(d):
+    # the library scales q by d**-0.5 before q @ k^T (T x d work, not T x T); same result within 1e-6
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 3, 9, d, generator=gen) for _ in range(3))
+    mask = torch.ones(9, 9, dtype=torch.bool).tril()
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d)).masked_fill(~mask, float("-inf"))
+    weights_ref = torch.softmax(scores, dim=-1)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(weights, weights_ref, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out, weights_ref @ v, atol=1e-6, rtol=0)

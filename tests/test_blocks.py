@@ -39,6 +39,30 @@ def test_layer_norm_module_matches_torch_nn_layernorm(eps):
     torch.testing.assert_close(LayerNorm(12)(x), nn.LayerNorm(12)(x), atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("eps", [1e-5, 1e-3])
+def test_layer_norm_formula_equals_fused_module(eps):
+    # the module runs F.layer_norm; the written-out formula (notebook 07's) must give the same values and gradients
+    torch.manual_seed(7)
+    module = LayerNorm(16, eps=eps)
+    with torch.no_grad():
+        module.weight.normal_()
+        module.bias.normal_()
+    x = (2.0 + 3.0 * torch.randn(3, 5, 16)).requires_grad_(True)
+    torch.testing.assert_close(module(x), torch.nn.functional.layer_norm(x, (16,), module.weight, module.bias, eps),
+                               atol=0, rtol=0)
+    fused = module(x)
+    formula = layer_norm(x, module.weight, module.bias, eps)
+    torch.testing.assert_close(fused, formula, atol=ATOL, rtol=0)
+    upstream = torch.randn_like(fused)
+    grads_fused = torch.autograd.grad(fused, (x, module.weight, module.bias), upstream)
+    grads_formula = torch.autograd.grad(formula, (x, module.weight, module.bias), upstream)
+    for got, expected in zip(grads_fused, grads_formula):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-5)
+    reference = nn.LayerNorm(16, eps=eps)
+    reference.load_state_dict(module.state_dict())
+    torch.testing.assert_close(formula, reference(x), atol=ATOL, rtol=0)
+
+
 def test_layer_norm_nearly_constant_rows_use_eps_inside_sqrt():
     x = 1e-3 * torch.randn(3, 16)
     torch.testing.assert_close(LayerNorm(16)(x), nn.LayerNorm(16)(x), atol=ATOL, rtol=0)

@@ -103,6 +103,69 @@ def test_kvcache_append():
     assert torch.equal(k[:, :, -1], 2 * torch.ones(1, 2, 4))
 
 
+def test_kvcache_writes_into_preallocated_buffers():
+    m = small_model(seed=7)
+    x = torch.randint(0, 31, (2, 12))
+    cache = m.new_cache()  # room for block_size = 24 positions
+    with torch.no_grad():
+        m(x[:, :5], cache)
+        first = [k.data_ptr() for k in cache.keys]
+        for t in range(5, 12):
+            m(x[:, t:t + 1], cache)
+    assert len(cache) == 12
+    assert [k.data_ptr() for k in cache.keys] == first  # the same storage: written in place, never concatenated
+    assert all(k.shape == (2, 4, 12, 8) and v.shape == (2, 4, 12, 8) for k, v in zip(cache.keys, cache.values))
+    assert all(buf.size(-2) == 24 for pair in cache._buffers for buf in pair)
+
+
+def test_kvcache_prefix_assignment_drops_positions():
+    # notebook 10 times one step again by assigning a shorter prefix of the cached keys/values
+    m = small_model(seed=8)
+    x = torch.randint(0, 31, (1, 10))
+    with torch.no_grad():
+        full = m(x)
+        cache = m.new_cache()
+        m(x[:, :9], cache)
+        m(torch.tensor([[5]]), cache)  # a wrong token, then dropped
+        for layer in range(2):
+            cache.keys[layer], cache.values[layer] = cache.keys[layer][:, :, :-1], cache.values[layer][:, :, :-1]
+        assert len(cache) == 9
+        last = m(x[:, 9:], cache)
+        torch.testing.assert_close(last, full[:, 9:], atol=1e-5, rtol=1e-5)
+        # a tensor from elsewhere is copied into the buffer at the next append
+        cache.keys[0], cache.values[0] = cache.keys[0][:, :, :9].clone(), cache.values[0][:, :, :9].clone()
+        for layer in range(1, 2):
+            cache.keys[layer], cache.values[layer] = cache.keys[layer][:, :, :-1], cache.values[layer][:, :, :-1]
+        torch.testing.assert_close(m(x[:, 9:], cache), full[:, 9:], atol=1e-5, rtol=1e-5)
+
+
+def test_kvcache_grows_without_max_len_and_keeps_values():
+    c = KVCache(1)
+    keys = torch.randn(1, 2, 11, 3)
+    for start, stop in [(0, 2), (2, 3), (3, 7), (7, 11)]:  # outgrows its buffer three times
+        k, v = c.append(0, keys[:, :, start:stop], -keys[:, :, start:stop])
+    assert torch.equal(k, keys) and torch.equal(v, -keys) and len(c) == 11
+
+
+def test_kvcache_keeps_the_autograd_graph():
+    m = small_model(seed=9)
+    x = torch.randint(0, 31, (2, 8))
+    m(x)[:, 5:].sum().backward()
+    expected = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    cache = m.new_cache()
+    m(x[:, :5], cache)
+    m(x[:, 5:], cache).sum().backward()  # flows through the cached keys/values into the prefill
+    for got, want in zip((p.grad for p in m.parameters()), expected):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_generate_returns_an_ordinary_tensor():
+    m = small_model(seed=10)
+    out = generate(m, torch.randint(0, 31, (1, 3)), 4, temperature=0)
+    assert not out.is_inference() and m(out).requires_grad
+
+
 @pytest.mark.parametrize("kwargs", [dict(temperature=0), dict(temperature=1.0, top_k=5),
                                     dict(temperature=0.8, top_p=0.9), dict(temperature=1.3)])
 def test_generate_identical_with_and_without_cache(kwargs):

@@ -136,3 +136,17 @@ def test_is_causal_aligns_bottom_right_like_a_kv_cache():
     ref, _ = mha(q, kv, kv, mask=causal_mask(3, 7))
     torch.testing.assert_close(out, ref)
     assert (weights[:, :, -1] > 0).all() and (weights[:, :, 0, 5:] == 0).all()
+
+
+def test_explicit_path_scales_q_first_same_result():
+    # explicit path: (q * d_k**-0.5) @ k^T instead of (q @ k^T) / sqrt(d_k); equal within 1e-6
+    torch.manual_seed(6)
+    mha = MultiHeadAttention(64, 4).eval()
+    x = torch.randn(2, 11, 64)
+    mask = causal_mask(11)
+    out, weights = mha(x, x, x, mask)
+    q, k, v = (split_heads(layer(x), 4) for layer in (mha.q_proj, mha.k_proj, mha.v_proj))
+    scores = (q @ k.transpose(-2, -1) / 16**0.5).masked_fill(~mask, float("-inf"))
+    weights_ref = torch.softmax(scores, dim=-1)
+    torch.testing.assert_close(weights, weights_ref, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out, mha.out_proj(merge_heads(weights_ref @ v)), atol=1e-6, rtol=0)

@@ -7,8 +7,6 @@ convention as ``torch.nn.functional.scaled_dot_product_attention``'s boolean ``a
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
@@ -37,9 +35,12 @@ def scaled_dot_product_attention(
     q: (..., T_q, d), k: (..., T_k, d), v: (..., T_k, d_v);
     mask: bool, broadcastable to (..., T_q, T_k), True where query i may attend to key j.
     Returns (output (..., T_q, d_v), weights (..., T_q, T_k)); each row of weights sums to 1.
+
+    ``(q / sqrt(d)) k^T`` equals ``q k^T / sqrt(d)``; scaling the ``T_q x d`` queries costs less
+    than scaling the ``T_q x T_k`` scores (and its backward), so the queries are scaled first.
     """
     d = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (..., T_q, T_k)
+    scores = (q * d**-0.5) @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = softmax(scores, dim=-1)

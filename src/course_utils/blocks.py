@@ -3,11 +3,14 @@
 Shapes: B batch, T (or T_q / T_k) sequence length, d = d_model, d_ff the FFN width.
 Masks follow :mod:`course_utils.masking`: boolean, True where attention is *allowed*.
 
-- :class:`LayerNorm` -- ``gamma * (x - mean) / sqrt(var + eps) + beta`` over the last axis
-  (biased variance, like ``torch.nn.LayerNorm``).
+- :func:`layer_norm` -- the formula ``gamma * (x - mean) / sqrt(var + eps) + beta`` over the last
+  axis (biased variance, like ``torch.nn.LayerNorm``), written out as notebook 07 asks.
+- :class:`LayerNorm` -- the same normalisation as a module; it calls PyTorch's fused kernel
+  ``F.layer_norm`` (one pass instead of the formula's seven operations, and as fast as
+  ``nn.LayerNorm``); tests/test_blocks.py checks that it equals :func:`layer_norm`.
 - :class:`FeedForward` -- the position-wise FFN ``max(0, x W1 + b1) W2 + b2`` (or GELU).
 - :class:`EncoderBlock` -- self-attention + FFN, each wrapped in a residual connection and a
-  LayerNorm, either *post-LN* ``LN(x + Sublayer(x))`` (Vaswani et al. 2017, seed 001) or
+  LayerNorm, either *post-LN* ``LN(x + Sublayer(x))`` (Vaswani et al. 2017, Gustave Cortal's lecture) or
   *pre-LN* ``x + Sublayer(LN(x))`` (GPT-2, Xiong et al. 2020).
 - :class:`DecoderBlock` -- masked self-attention, cross-attention over the encoder output
   ("memory"), FFN; same two norm placements.
@@ -35,7 +38,8 @@ class LayerNorm(nn.Module):
     """Layer normalisation over the last axis, with learned ``weight`` (gamma) and ``bias`` (beta).
 
     Same parameter names and initialisation (ones, zeros) as ``torch.nn.LayerNorm``, so a
-    ``state_dict`` moves between the two.
+    ``state_dict`` moves between the two. Computes :func:`layer_norm`'s formula with the fused
+    ``F.layer_norm`` (the formula is for reading; the kernel is what the models run).
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
@@ -45,7 +49,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., d) -> (..., d)
-        return layer_norm(x, self.weight, self.bias, self.eps)
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
@@ -55,7 +59,7 @@ class FeedForward(nn.Module):
     """Position-wise FFN: ``act(x W1 + b1) W2 + b2``, applied to every position alone.
 
     ``(B, T, d) -> (B, T, d)``; ``fc1`` is ``d -> d_ff``, ``fc2`` is ``d_ff -> d``.
-    ``activation`` is ``"relu"`` (Vaswani et al., seed 001) or ``"gelu"`` (BERT, GPT-2).
+    ``activation`` is ``"relu"`` (Vaswani et al., Cortal's lecture) or ``"gelu"`` (BERT, GPT-2).
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:

@@ -21,6 +21,7 @@ V vocab_size. Masks follow :mod:`course_utils.masking` (boolean, True = allowed)
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -29,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.benchmark import synchronize, time_call
+from course_utils.benchmark import synchronize
 from course_utils.blocks import FeedForward, LayerNorm
 from course_utils.masking import causal_mask
 from course_utils.multihead import merge_heads, split_heads
@@ -56,22 +57,67 @@ class GPTConfig:
 
 
 class KVCache:
-    """Keys and values of the positions seen so far, one ``(B, h, T_past, d_k)`` pair per layer."""
+    """Keys and values of the positions seen so far, one ``(B, h, T_past, d_k)`` pair per layer.
 
-    def __init__(self, n_layer: int) -> None:
+    ``keys[layer]`` / ``values[layer]`` are views of the filled prefix of buffers preallocated for
+    ``max_len`` positions (allocated at a layer's first :meth:`append`, when B, h, d_k, dtype and
+    device are known; ``None`` before). Appending writes the new rows in place: no ``torch.cat`` of
+    the whole past per token. Without ``max_len``, or past it, a buffer doubles when full.
+    Assigning a shorter prefix (``cache.keys[l] = cache.keys[l][:, :, :-1]``) drops positions; any
+    other tensor assigned is copied into the buffer at the next append. While autograd records
+    (``k`` or ``v`` requires grad), appends concatenate instead, so gradients flow through the cache.
+    """
+
+    def __init__(self, n_layer: int, max_len: int | None = None) -> None:
+        self.max_len = max_len
         self.keys: list[torch.Tensor | None] = [None] * n_layer
         self.values: list[torch.Tensor | None] = [None] * n_layer
+        self._buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layer
 
     def __len__(self) -> int:  # T_past: how many positions are cached
         return 0 if self.keys[0] is None else self.keys[0].size(-2)
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add ``k, v (B, h, T, d_k)`` after the cached ones; return all keys/values ``(B, h, T_past + T, d_k)``."""
-        if self.keys[layer] is not None:
-            k = torch.cat([self.keys[layer], k], dim=-2)
-            v = torch.cat([self.values[layer], v], dim=-2)
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
+        past_k, past_v = self.keys[layer], self.values[layer]
+        if torch.is_grad_enabled() and (k.requires_grad or v.requires_grad):  # keep the autograd graph
+            if past_k is not None:
+                k, v = torch.cat([past_k, k], dim=-2), torch.cat([past_v, v], dim=-2)
+            self.keys[layer], self.values[layer] = k, v
+            return k, v
+        n_past = 0 if past_k is None else past_k.size(-2)
+        n = n_past + k.size(-2)
+        if not self._fits(layer, k, v, n):  # first append, buffer full, or keys/values replaced from outside
+            self._reallocate(layer, k, v, n)
+        buf_k, buf_v = self._buffers[layer]
+        buf_k.narrow(-2, n_past, n - n_past).copy_(k)  # write the new rows in place
+        buf_v.narrow(-2, n_past, n - n_past).copy_(v)
+        self.keys[layer], self.values[layer] = buf_k.narrow(-2, 0, n), buf_v.narrow(-2, 0, n)  # views, no copy
+        return self.keys[layer], self.values[layer]
+
+    def _fits(self, layer: int, k: torch.Tensor, v: torch.Tensor, n: int) -> bool:
+        """Whether the cached keys/values are prefix views of this layer's buffers, which can take
+        ``n`` positions of rows like ``k`` and ``v``."""
+        buffers = self._buffers[layer]
+        if buffers is None or n > buffers[0].size(-2):
+            return False
+        for buf, past, new in zip(buffers, (self.keys[layer], self.values[layer]), (k, v)):
+            if buf.shape[:-2] != new.shape[:-2] or buf.size(-1) != new.size(-1) or buf.dtype != new.dtype \
+                    or buf.device != new.device:
+                return False
+            if past is not None and (past.data_ptr() != buf.data_ptr() or past.stride() != buf.stride()):
+                return False
+        return True
+
+    def _reallocate(self, layer: int, k: torch.Tensor, v: torch.Tensor, n: int) -> None:
+        """New buffers for at least ``n`` positions (``max_len``, or double the old size), holding the past."""
+        old = 0 if self._buffers[layer] is None else self._buffers[layer][0].size(-2)
+        capacity = max(n, self.max_len or 0, 2 * old if n > old else old)
+        buffers = tuple(t.new_empty(*t.shape[:-2], capacity, t.size(-1)) for t in (k, v))  # (B, h, capacity, d_k)
+        for buf, past in zip(buffers, (self.keys[layer], self.values[layer])):
+            if past is not None:
+                buf.narrow(-2, 0, past.size(-2)).copy_(past)
+        self._buffers[layer] = buffers
 
 
 class CausalSelfAttention(nn.Module):
@@ -154,7 +200,8 @@ class GPT(nn.Module):
         self.lm_head.weight = self.wte.weight  # weight tying: one (V, d) matrix, used twice
 
     def new_cache(self) -> KVCache:
-        return KVCache(self.config.n_layer)
+        """An empty :class:`KVCache` with room for ``block_size`` positions per layer."""
+        return KVCache(self.config.n_layer, max_len=self.config.block_size)
 
     def num_parameters(self) -> int:
         """Parameters, counting the tied matrix once."""
@@ -166,8 +213,7 @@ class GPT(nn.Module):
         start = 0 if cache is None else len(cache)
         if start + T > self.config.block_size:
             raise ValueError(f"sequence of {start + T} positions exceeds block_size={self.config.block_size}")
-        pos = torch.arange(start, start + T, device=idx.device)  # (T,)
-        x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, d)
+        x = self.drop(self.wte(idx) + self.wpe.weight[start:start + T])  # (B, T, d): embeddings of positions start..
         for layer, block in enumerate(self.blocks):
             x = block(x, cache, layer)
         return self.ln_f(x)
@@ -215,7 +261,6 @@ def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top
     return torch.multinomial(probs, 1, generator=generator)
 
 
-@torch.no_grad()
 def generate(
     model: GPT,
     idx: torch.Tensor,
@@ -232,23 +277,26 @@ def generate(
     whole (cropped) context; with it, one prefill on the prompt, then one position per step.
     When the context outgrows ``block_size`` both crop to the last ``block_size`` tokens (the
     cache is rebuilt from the cropped window, so tokens stay identical, but that step is not faster).
+    Runs under ``torch.inference_mode`` (less bookkeeping per operation than ``no_grad``, which
+    matters for one-position steps); the returned tensor is an ordinary one.
     """
     was_training = model.training
     model.eval()
     block = model.config.block_size
     cache = None
-    for _ in range(max_new_tokens):
-        if not use_cache:
-            logits = model(idx[:, -block:])[:, -1]  # (B, V)
-        elif cache is None or len(cache) >= block:
-            cache = model.new_cache()
-            logits = model(idx[:, -block:], cache)[:, -1]  # prefill
-        else:
-            logits = model(idx[:, -1:], cache)[:, -1]  # one new position
-        nxt = _next_token(logits, temperature, top_k, top_p, generator)
-        idx = torch.cat([idx, nxt], dim=1)
+    with torch.inference_mode():
+        for _ in range(max_new_tokens):
+            if not use_cache:
+                logits = model(idx[:, -block:])[:, -1]  # (B, V)
+            elif cache is None or len(cache) >= block:
+                cache = model.new_cache()
+                logits = model(idx[:, -block:], cache)[:, -1]  # prefill
+            else:
+                logits = model(idx[:, -1:], cache)[:, -1]  # one new position
+            nxt = _next_token(logits, temperature, top_k, top_p, generator)
+            idx = torch.cat([idx, nxt], dim=1)
     model.train(was_training)
-    return idx
+    return idx.clone()  # an inference-mode tensor could not be used where autograd records
 
 
 # --------------------------------------------------------------------------- language-model data and training
@@ -257,7 +305,7 @@ def lm_batch(
     device: torch.device | str = "cpu",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows of a 1-d token stream: inputs ``x (B, T)`` and targets ``y = x shifted by one``
-    (``y[:, t]`` is the token after ``x[:, t]``), the next-token objective of seed 002."""
+    (``y[:, t]`` is the token after ``x[:, t]``), the next-token objective of the FIDLE sequence on transformers."""
     starts = torch.randint(0, len(data) - block_size, (batch_size,), generator=generator)  # (B,)
     offsets = torch.arange(block_size)  # (T,)
     x = data[starts[:, None] + offsets]  # (B, T)
@@ -390,7 +438,7 @@ def generation_speed(
     model: GPT, prompt_len: int = 16, new_tokens: int | None = None, batch_size: int = 1,
     repeats: int = 3, device: torch.device | str = "cpu", seed: int = 0, cpu_threads: int | None = 1,
 ) -> dict:
-    """Greedy generation tokens/s with and without the KV cache (median of ``repeats``).
+    """Greedy generation tokens/s with and without the KV cache (median of ``repeats``, interleaved).
 
     ``new_tokens`` defaults to filling the context (``block_size - prompt_len``), so the cache is never
     rebuilt. Returns ``{"with_cache", "without_cache", "speedup", "identical"}``.
@@ -406,15 +454,20 @@ def generation_speed(
     threads = torch.get_num_threads()
     if cpu_threads is not None and torch.device(device).type == "cpu":
         torch.set_num_threads(cpu_threads)
+    times: dict[bool, list[float]] = {True: [], False: []}
     try:
-        for use_cache in (True, False):
-            def run(use_cache: bool = use_cache) -> None:
+        for repeat in range(repeats + 1):  # the first round warms up; then the two alternate, so a noisy
+            for use_cache in (True, False):  # neighbour slows both alike
+                synchronize(device)
+                start = time.perf_counter()
                 outputs[use_cache] = generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)
-
-            seconds = time_call(run, repeats=repeats, warmup=1, device=device)
-            result["with_cache" if use_cache else "without_cache"] = batch_size * new_tokens / seconds
+                synchronize(device)
+                if repeat:
+                    times[use_cache].append(time.perf_counter() - start)
     finally:
         torch.set_num_threads(threads)
+    for use_cache, key in ((True, "with_cache"), (False, "without_cache")):
+        result[key] = batch_size * new_tokens / statistics.median(times[use_cache])
     result["speedup"] = result["with_cache"] / result["without_cache"]
     result["identical"] = bool(torch.equal(outputs[True], outputs[False]))
     return result
