@@ -1,6 +1,7 @@
 # Attention & Transformers — one command sets up and runs the main job, one runs the tests.
 #
-#   make demo    create .venv, install, register the kernel, then run the main job
+#   make demo    create .venv, install, register the kernel, then run the main job: the
+#                notebooks in the fast ci profile (PROFILE=cpu or gpu: full-size results)
 #   make test    the whole test suite (ci profile)
 #
 # TORCH_SPEC pins the CPU wheel that CI installs fast; a torch already in the environment
@@ -14,6 +15,8 @@ TORCH_SPEC ?= torch==2.13.0
 # them out); instructor: nbgrader and nbval (a student install needs neither)
 EXTRAS     ?= dev,pretrained,instructor
 PYTEST_WORKERS ?= 2
+# the profile `make demo` executes the notebooks in: ci (minutes in all), cpu or gpu (full size)
+PROFILE    ?= $(or $(COURSE_PROFILE),ci)
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: all setup demo release execute test test-fast bench lab clean
@@ -30,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/course demo
+	$(BIN)/course demo --profile $(PROFILE)
 
 release: setup
 	$(BIN)/course release

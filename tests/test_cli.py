@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 import subprocess
 import sys
@@ -88,13 +89,16 @@ def test_main_job_on_notebook_00(tmp_path):
         source, target = ROOT / path, tmp_path / path
         target.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if source.is_dir() else shutil.copy)(source, target)
-    import os
-
     env = dict(os.environ, COURSE_ROOT=str(tmp_path))
-    result = course("demo", "00_welcome", "--profile", "ci", cwd=tmp_path, env=env)
+    env.pop("COURSE_PROFILE", None)  # the main job runs in the ci profile by default
+    result = course("demo", "00_welcome", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
     assert "[execute 1/1] 00_welcome/00_welcome.ipynb (profile ci) ... ok" in out
+    # quiet: IPC kernels (no TCP warning), kernel logs in files, no tracebacks
+    for noise in ("WARNING", "Traceback", "without encryption"):
+        assert noise not in out + result.stderr, (noise, out[-3000:], result.stderr[-3000:])
+    assert (tmp_path / "build" / "executed" / "ci" / "00_welcome" / "00_welcome.kernel.log").is_file()
     assert "ada-solutions" in out and "2 / 2" in out and "bo-blank" in out and "cy-mistakes" in out
     assert "FAIL" not in out
     assert (tmp_path / "notebooks" / "00_welcome" / "00_welcome.ipynb").is_file()
@@ -103,3 +107,21 @@ def test_main_job_on_notebook_00(tmp_path):
         grades = {row["student"]: row for row in csv.DictReader(handle)}
     assert grades["ada-solutions"]["score"] == "2" and grades["bo-blank"]["score"] == "0"
     assert list((tmp_path / "build" / "demo-class" / "feedback").rglob("*.html"))
+
+
+def test_execution_cell_limit_follows_the_profile():
+    """Executing (not grading) at full size never times out: a slower machine only takes longer."""
+    from course_utils.tooling.execute import execution_timeout
+
+    assert execution_timeout("ci") and execution_timeout("ci") >= 300
+    assert execution_timeout("cpu") is None and execution_timeout("gpu") is None
+
+
+@pytest.mark.parametrize("make_args, profile", [((), "ci"), (("PROFILE=cpu",), "cpu"), (("PROFILE=gpu",), "gpu")])
+def test_make_demo_runs_the_ci_profile_unless_asked(make_args, profile):
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_PROFILE", "PROFILE")}
+    result = subprocess.run(["make", "-n", "demo", *make_args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"course demo --profile {profile}" in result.stdout.strip().splitlines()[-1]

@@ -23,10 +23,12 @@ import inspect
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import torch
-from datasets import Dataset, DatasetDict
+
+if TYPE_CHECKING:  # datasets takes seconds to import: only the functions that build one import it
+    from datasets import Dataset, DatasetDict
 
 __all__ = ["STDLIB_MODULES", "load_python_corpus", "corpus_splits", "CharTokenizer", "load_online_corpus"]
 
@@ -97,12 +99,16 @@ def load_python_corpus(*, topics: bool = True, docstrings: bool = True, modules:
     if docstrings:
         for module, doc in _docstrings(modules):
             add(module, doc)
+    from datasets import Dataset
+
     return Dataset.from_dict(rows)
 
 
 def corpus_splits(corpus: Dataset | None = None, val_fraction: float = 0.1, seed: int = 0) -> DatasetDict:
     """Split paragraphs into ``train`` / ``validation`` by a seeded hash of their text (stable
     when paragraphs are added or removed)."""
+    from datasets import DatasetDict
+
     corpus = load_python_corpus() if corpus is None else corpus
 
     def is_val(text: str) -> bool:

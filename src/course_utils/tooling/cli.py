@@ -1,6 +1,6 @@
 """The ``course`` command: the instructor's tasks and the student's self-check.
 
-    course demo                 the main job: release, execute, grade a demo class
+    course demo                 the main job: release, execute (ci profile), grade a demo class
     course release [A ...]      regenerate notebooks/ from solutions/
     course execute [A ...]      run the solution notebooks, save executed copies
     course grade [A ...]        autograde collected submissions (submitted/<student>/<A>/)
@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -24,6 +25,13 @@ from pathlib import Path
 from course_utils.tooling.layout import KERNEL_DISPLAY_NAME, KERNEL_NAME, assignments, find_root
 
 __all__ = ["main"]
+
+# Start-up: heavy packages (nbformat, nbclient, nbgrader, torch, datasets) are imported inside
+# the commands that use them (tests/test_startup.py). And nbformat imports jsonschema, which
+# builds an RFC 3987 grammar (2-5 s) when the optional rfc3987_syntax is installed, only to
+# check the "iri" string format: no schema this process validates (notebooks) uses it. A None
+# entry in sys.modules makes that optional import fail fast; jsonschema then goes without it.
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
 def _names(root: Path, requested: list[str]) -> list[str]:
@@ -61,7 +69,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
     root = find_root()
     profile = _profile(args.profile)
-    results = execute_solutions(root, _names(root, args.assignments), profile=profile, out_dir=root / "build" / "executed" / profile)
+    results = execute_solutions(root, _names(root, args.assignments), profile=profile,
+                                out_dir=root / "build" / "executed" / profile, timeout=args.timeout)
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -69,11 +78,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from course_utils.tooling.democlass import grade_demo_class
     from course_utils.tooling.execute import execute_solutions
     from course_utils.tooling.grading import export_grades, scores_table
+    from course_utils.tooling.parallel import default_workers
     from course_utils.tooling.release import generate_release
 
     root = find_root()
     names = _names(root, args.assignments)
-    profile = _profile(args.profile)
+    profile = args.profile or os.environ.get("COURSE_PROFILE") or "ci"  # the main job is fast unless asked
     started = time.perf_counter()
     print(f"== 1/3 regenerate notebooks/ from solutions/ ({len(names)} assignments)", flush=True)
     generate_release(root, names)
@@ -81,10 +91,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.no_execute:
         out_dir = root / "build" / "executed" / profile
         print(f"== 2/3 execute the solution notebooks in the {profile!r} profile -> {out_dir.relative_to(root)}/", flush=True)
-        executed_ok = all(r.ok for r in execute_solutions(root, names, profile=profile, out_dir=out_dir))
+        executed_ok = all(r.ok for r in execute_solutions(root, names, profile=profile, out_dir=out_dir, timeout=args.timeout))
     course_dir = (root / args.class_dir).resolve()
     print(f"== 3/3 autograde a demo class with nbgrader (profile 'ci') in {course_dir}/", flush=True)
-    report = grade_demo_class(root, course_dir, names, with_mistakes=not args.no_mistakes, isolated=args.all_mistakes)
+    report = grade_demo_class(root, course_dir, names, with_mistakes=not args.no_mistakes, isolated=args.all_mistakes,
+                              workers=args.workers or default_workers())
     print()
     print(scores_table(report.rows, report.failed))
     print()
@@ -108,8 +119,6 @@ NO_SANDBOX_WARNING = """\
 def _sandbox_gate(no_sandbox: bool) -> str | None:
     """Why grading must not start (None: go ahead). ``--no-sandbox`` turns the sandbox off
     (COURSE_SANDBOX=off for the nbgrader processes) after a loud warning."""
-    import os
-
     if no_sandbox:
         print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
         os.environ["COURSE_SANDBOX"] = "off"
@@ -272,6 +281,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if all_passed else 1
 
 
+TIMEOUT_HELP = "seconds allowed per cell (default: ci 600, cpu and gpu no limit; 0 = no limit)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -287,11 +299,15 @@ def build_parser() -> argparse.ArgumentParser:
     add("release", cmd_release, "regenerate notebooks/ (the student release) from solutions/")
     execute = add("execute", cmd_execute, "execute the solution notebooks, saving executed copies in build/executed/<profile>/")
     execute.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="default: COURSE_PROFILE, else by device")
+    execute.add_argument("--timeout", type=int, help=TIMEOUT_HELP)
     demo = add("demo", cmd_demo, "the main job: release, execute the solutions, autograde a demo class and print the scores")
-    demo.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="profile for executing the solutions")
+    demo.add_argument("--profile", choices=("ci", "cpu", "gpu"),
+                      help="profile for executing the solutions (default: COURSE_PROFILE, else ci; cpu/gpu: full-size results)")
+    demo.add_argument("--timeout", type=int, help=TIMEOUT_HELP)
     demo.add_argument("--no-execute", action="store_true", help="skip executing the solution notebooks")
     demo.add_argument("--no-mistakes", action="store_true", help="demo class without the curated-mistake students")
     demo.add_argument("--all-mistakes", action="store_true", help="one student per curated mistake (as the tests do)")
+    demo.add_argument("--workers", type=int, help="assignments of the demo class graded at once (default: one per core)")
     demo.add_argument("--class-dir", default="build/demo-class", help="scratch course for the demo class (default build/demo-class)")
     grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
     grade.add_argument("--student", action="append", help="grade only this student (repeatable)")

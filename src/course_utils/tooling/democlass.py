@@ -9,7 +9,9 @@ give full marks, zero, and lost points in the tests each mistake names.
 from __future__ import annotations
 
 import shutil
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -145,6 +147,36 @@ def _verdicts(assignment: str, students: Sequence[DemoStudent], rows: Sequence[N
     return verdicts
 
 
+def _grade_part(
+    root: Path,
+    course_dir: Path,
+    assignments: Sequence[str],
+    class_lists: dict[str, list[DemoStudent]],
+    *,
+    feedback: bool,
+    report: DemoReport,
+    progress: Callable[[str, float], None] | None,
+) -> list[NotebookScore]:
+    """Release, submit and autograde ``assignments`` in the scratch course ``course_dir``."""
+    prepare_scratch_course(root, course_dir, assignments)
+    generate_release(course_dir, assignments, verbose=False)
+    for name in assignments:
+        write_submissions(course_dir, name, class_lists[name])
+    for name in assignments:
+        started = time.perf_counter()
+        run = autograde(course_dir, name)
+        for student in run.failed:
+            report.failed[(name, student)] = run.failed[student]
+        if feedback:
+            try:
+                generate_feedback(course_dir, name)
+            except NbgraderError as error:
+                print(f"  feedback for {name} failed: {error}", flush=True)
+        if progress is not None:
+            progress(name, time.perf_counter() - started)
+    return read_scores(course_dir)
+
+
 def grade_demo_class(
     root: Path,
     course_dir: Path,
@@ -156,42 +188,52 @@ def grade_demo_class(
     mistake_filter: Callable[[int, Mistake], bool] | None = None,
     feedback: bool = True,
     verbose: bool = True,
+    workers: int = 1,
 ) -> DemoReport:
     """Build the demo class in ``course_dir``, autograde it and check the grades.
 
     ``isolated`` gives every mistake its own student; ``mistake_filter(index, mistake)``
     keeps only some, and ``baseline=False`` leaves out the solution and blank students
     (the tests split one assignment's class across workers with these).
+
+    ``workers > 1`` grades that many assignments at once, each share in its own scratch
+    course ``course_dir/parts/<k>/`` (own gradebook: nbgrader's sqlite takes one writer);
+    the feedback is gathered in ``course_dir/feedback/``.
     """
     if course_dir.exists():
         shutil.rmtree(course_dir)
-    prepare_scratch_course(root, course_dir, assignments)
-    generate_release(course_dir, assignments, verbose=verbose)
     report = DemoReport(rows=[])
     class_lists = {}
     for name in assignments:
         mistakes = load_mistakes(root, name) if with_mistakes else []
         if mistake_filter is not None:
             mistakes = [m for i, m in enumerate(mistakes) if mistake_filter(i, m)]
-        students = demo_students(mistakes, isolated=isolated, baseline=baseline)
-        class_lists[name] = students
-        write_submissions(course_dir, name, students)
-    for index, name in enumerate(assignments, 1):
-        students = class_lists[name]
-        started = time.perf_counter()
+        class_lists[name] = demo_students(mistakes, isolated=isolated, baseline=baseline)
+    done = []
+    lock = threading.Lock()
+
+    def progress(name: str, seconds: float) -> None:
         if verbose:
-            print(f"[autograde {index}/{len(assignments)}] {name}: {len(students)} students ...", end="", flush=True)
-        run = autograde(course_dir, name)
-        for student in run.failed:
-            report.failed[(name, student)] = run.failed[student]
-        if feedback:
-            try:
-                generate_feedback(course_dir, name)
-            except NbgraderError as error:
-                print(f"\n  feedback for {name} failed: {error}", flush=True)
-        if verbose:
-            print(f" done ({time.perf_counter() - started:.1f} s)", flush=True)
-    report.rows = read_scores(course_dir)
+            with lock:
+                done.append(name)
+                print(f"[autograde {len(done)}/{len(assignments)}] {name}: {len(class_lists[name])} students ... "
+                      f"done ({seconds:.1f} s)", flush=True)
+
+    workers = max(1, min(workers, len(assignments)))
+    if workers == 1:
+        report.rows = _grade_part(root, course_dir, assignments, class_lists, feedback=feedback, report=report,
+                                  progress=progress)
+    else:
+        shares = [list(assignments[k::workers]) for k in range(workers)]
+        parts = [course_dir / "parts" / str(k) for k in range(workers)]
+        with ThreadPoolExecutor(workers) as pool:
+            futures = [pool.submit(_grade_part, root, part, share, class_lists, feedback=feedback, report=report,
+                                   progress=progress) for part, share in zip(parts, shares)]
+            report.rows = sorted((row for future in futures for row in future.result()),
+                                 key=lambda r: (r.assignment, r.student, r.notebook))
+        for part in parts:
+            if (part / "feedback").is_dir():
+                shutil.copytree(part / "feedback", course_dir / "feedback", dirs_exist_ok=True)
     for name in assignments:
         report.verdicts.extend(_verdicts(name, class_lists[name], report.rows))
     return report

@@ -1,20 +1,36 @@
-"""Execute notebooks top to bottom with the course kernel, saving executed copies."""
+"""Execute notebooks top to bottom with the course kernel, saving executed copies.
+
+The kernels talk to us over IPC sockets in a private temporary folder (no TCP port, so no
+"running over TCP without encryption" warning); :func:`execute_solutions` sends each
+kernel's own log (its stderr: warnings, crashes) to a file beside the executed copy, so the
+normal output is one progress line per notebook.
+"""
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
-
-import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+from typing import TYPE_CHECKING, Sequence
 
 from course_utils.tooling.layout import KERNEL_NAME, assignments as list_assignments, notebook_paths
 
-__all__ = ["ExecutionResult", "execute_notebook", "execute_solutions"]
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+__all__ = ["EXECUTION_TIMEOUTS", "ExecutionResult", "execution_timeout", "execute_notebook", "execute_solutions"]
+
+# Seconds allowed per cell when *executing* a notebook (grading keeps its own limit in
+# nbgrader_config.py). ci runs in seconds, so a generous limit still stops a hung cell;
+# cpu and gpu runs are as long as the machine needs: a slower machine only takes longer.
+EXECUTION_TIMEOUTS: dict[str, int | None] = {"ci": 600, "cpu": None, "gpu": None}
+
+
+def execution_timeout(profile: str | None) -> int | None:
+    """The per-cell limit (seconds) for executing in ``profile``; ``None``: no limit."""
+    return EXECUTION_TIMEOUTS.get(profile or os.environ.get("COURSE_PROFILE", ""), None)
 
 
 @dataclass
@@ -23,6 +39,7 @@ class ExecutionResult:
     output: Path | None
     seconds: float
     error: str | None = None
+    kernel_log: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -34,34 +51,56 @@ def execute_notebook(
     output: Path | None = None,
     *,
     profile: str | None = None,
-    timeout: int = 900,
+    timeout: int | None = None,
     allow_errors: bool = False,
     cwd: Path | None = None,
-) -> tuple[nbformat.NotebookNode, ExecutionResult]:
+    kernel_log: Path | None = None,
+) -> tuple[NotebookNode, ExecutionResult]:
     """Run ``path`` in ``cwd`` (default: its own folder); write the executed copy to ``output``.
 
     ``profile`` sets ``COURSE_PROFILE`` for the kernel (``None`` keeps the caller's).
+    ``timeout`` is the limit per cell in seconds: ``None`` takes the profile's
+    (:data:`EXECUTION_TIMEOUTS`), ``0`` means none. ``kernel_log`` receives the kernel's
+    stderr (default: this process's stderr).
     """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    from traitlets.config import Config
+
     nb = nbformat.read(str(path), as_version=4)
+    if timeout is None:
+        timeout = execution_timeout(profile)
     previous = os.environ.get("COURSE_PROFILE")
     if profile is not None:
         os.environ["COURSE_PROFILE"] = profile
     started = time.perf_counter()
     error = None
+    log_handle = None
     try:
-        client = NotebookClient(
-            nb,
-            timeout=timeout,
-            kernel_name=KERNEL_NAME,
-            allow_errors=allow_errors,
-            resources={"metadata": {"path": str(cwd or path.parent)}},
-        )
-        client.execute()
+        with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:
+            config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+            client = NotebookClient(
+                nb,
+                timeout=timeout or None,
+                kernel_name=KERNEL_NAME,
+                allow_errors=allow_errors,
+                resources={"metadata": {"path": str(cwd or path.parent)}},
+                config=config,
+            )
+            kwargs = {}
+            if kernel_log is not None:
+                kernel_log.parent.mkdir(parents=True, exist_ok=True)
+                log_handle = kernel_log.open("w")
+                kwargs["stderr"] = log_handle
+            client.execute(**kwargs)
     except CellExecutionError as failure:
         error = str(failure).strip().splitlines()[-1] if str(failure).strip() else repr(failure)
     except Exception as failure:  # noqa: BLE001 - a dead kernel, a timeout: report, go on
         error = f"{type(failure).__name__}: {failure}"
     finally:
+        if log_handle is not None:
+            log_handle.close()
         if profile is not None:
             if previous is None:
                 os.environ.pop("COURSE_PROFILE", None)
@@ -71,7 +110,14 @@ def execute_notebook(
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(output))
-    return nb, ExecutionResult(path, output, seconds, error)
+    return nb, ExecutionResult(path, output, seconds, error, kernel_log)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
 
 
 def execute_solutions(
@@ -81,16 +127,28 @@ def execute_solutions(
     profile: str,
     out_dir: Path,
     verbose: bool = True,
+    timeout: int | None = None,
 ) -> list[ExecutionResult]:
-    """Execute every solution notebook of the given assignments into ``out_dir/<assignment>/``."""
+    """Execute every solution notebook of the given assignments into ``out_dir/<assignment>/``.
+
+    Prints one line per notebook (``verbose``), finished when the notebook is; each kernel's log goes to
+    ``<notebook>.kernel.log`` beside its executed copy. ``timeout``: as in :func:`execute_notebook`.
+    """
     paths = [p for name in (names or list_assignments(root)) for p in notebook_paths(root, name)]
+    limit = execution_timeout(profile) if timeout is None else timeout
+    if verbose:
+        print(f"   {len(paths)} notebooks, cell time limit: {f'{limit} s' if limit else 'none'}; "
+              f"kernel logs beside the executed copies", flush=True)
     results = []
+    started = time.perf_counter()
     for index, path in enumerate(paths, 1):
+        output = out_dir / path.parent.name / path.name
         if verbose:
             print(f"[execute {index}/{len(paths)}] {path.parent.name}/{path.name} (profile {profile}) ...", end="", flush=True)
-        _, result = execute_notebook(path, out_dir / path.parent.name / path.name, profile=profile)
+        _, result = execute_notebook(path, output, profile=profile, timeout=timeout,
+                                     kernel_log=output.with_suffix(".kernel.log"))
         results.append(result)
         if verbose:
-            status = "ok" if result.ok else f"FAILED: {result.error}"
-            print(f" {status} ({result.seconds:.1f} s)", flush=True)
+            status = "ok" if result.ok else f"FAILED: {result.error} (kernel log: {result.kernel_log})"
+            print(f" {status} ({_duration(result.seconds)}; {_duration(time.perf_counter() - started)} in all)", flush=True)
     return results

@@ -1,0 +1,52 @@
+"""Start-up: the `course` command and `course_utils.corpus` import no heavy package they do not need.
+
+nbformat (through jsonschema and rfc3987_syntax), nbgrader, datasets and torch each take
+seconds to import; a command imports them inside the function that uses them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+HEAVY = ("nbformat", "nbclient", "nbgrader", "jsonschema", "datasets", "torch")
+
+PROBE = """
+import json, sys, runpy, contextlib, io
+argv, heavy = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.argv = ["course", *argv]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        runpy.run_module("course_utils.tooling.cli", run_name="__main__")
+    except SystemExit:
+        pass
+print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
+"""
+
+
+def imported_by(*argv: str) -> list[str]:
+    """The heavy modules that ``course ARGV`` leaves in sys.modules."""
+    result = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(HEAVY)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("demo", "--help"), ("execute", "--help"), ("grade", "--help"),
+                                  ("check", "--help")])
+def test_course_help_imports_nothing_heavy(argv):
+    assert imported_by(*argv) == []
+
+
+def test_corpus_imports_datasets_only_when_needed():
+    code = ("import sys, course_utils.corpus as c\n"
+            "tok = c.CharTokenizer.from_texts(['ab'])\n"
+            "print('datasets' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
