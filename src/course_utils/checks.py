@@ -241,7 +241,13 @@ def _short(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0][:300] if text else ''}"
 
 
-_DEVICE_WORDS = ("device", "meta", "same device", "expected all tensors")
+_DEVICE_WORDS = ("expected device", "not on the expected device", "same device", "devices")
+
+
+def _mixes_meta_and_another_device(error: BaseException) -> bool:
+    """Whether ``error`` is PyTorch refusing to combine a meta tensor with one on another device."""
+    message = str(error).lower()
+    return "meta" in message and any(word in message for word in _DEVICE_WORDS)
 
 
 @contextmanager
@@ -348,8 +354,7 @@ def check_device_dtype(
     except CheckFailed:
         raise
     except Exception as error:  # noqa: BLE001 - the student's code may raise anything
-        message = str(error).lower()
-        if "meta" in message and any(w in message for w in ("expected device", "not on the expected device", "same device", "devices")):
+        if _mixes_meta_and_another_device(error):
             _fail(f"{name} mixes devices: {_short(error)}. The inputs were on one device and a tensor "
                   "created inside the function on another; on a GPU this call would crash.", device_hint)
         out = None  # meta cannot run this function (it needs data): compare devices below
@@ -372,8 +377,7 @@ def check_device_dtype(
         except CheckFailed:
             raise
         except Exception as error:  # noqa: BLE001
-            message = str(error).lower()
-            if "meta" in message and any(w in message for w in ("expected device", "not on the expected device", "same device", "devices")):
+            if _mixes_meta_and_another_device(error):
                 _fail(f"{name} mixes devices: {_short(error)}. The inputs were on one device and a tensor "
                       "created inside the function without device= on another; on a GPU this call would crash.",
                       device_hint)
