@@ -16,6 +16,14 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.multihead` -- notebook 04: split/merge heads, ``MultiHeadAttention``.
 - :mod:`course_utils.masking` -- notebook 05: causal and padding masks, NaN-free masked softmax.
 - :mod:`course_utils.positional` -- notebook 06: sinusoidal, learned and rotary positions.
+- :mod:`course_utils.blocks`, :mod:`course_utils.transformer_seq2seq` -- notebooks 07-08:
+  LayerNorm, the feed-forward layer, transformer blocks, the encoder-decoder.
+- :mod:`course_utils.wordpiece`, :mod:`course_utils.bert` -- notebook 09: WordPiece, BERT, MLM.
+- :mod:`course_utils.gpt` -- notebook 10: a GPT, sampling, the KV cache, its training loop.
+- :mod:`course_utils.bpe` -- notebook 11: byte-level BPE (SmolLM2's tokenizer), a BPE trainer.
+- :mod:`course_utils.llama` -- notebook 11: RMSNorm, SwiGLU, rotate-half RoPE, grouped-query
+  attention, a KV cache, a Llama-style decoder and SmolLM2's weights from GGUF.
+- :mod:`course_utils.lora` -- notebook 11: ``LoRALinear``, ``add_lora``, ``merge_lora``.
 - :mod:`course_utils.benchmark` -- peak tensor memory and timing for the cost sections.
 
 Instructor tooling (nbgrader, the ``course`` command) lives in :mod:`course_utils.tooling`

