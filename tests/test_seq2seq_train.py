@@ -34,8 +34,11 @@ def test_training_smoke_and_evaluation():
     vocab = string_vocab("abc")
     data = make_string_task(64, 16, task="copy", min_len=1, max_len=4, alphabet="abc", seed=0)
     model = build_seq2seq(len(vocab), attention="additive", embed_size=8, hidden_size=16)
-    losses = st.train_seq2seq(model, data["train"], vocab, steps=30, batch_size=16, lr=1e-2)
+    stats = {}
+    losses = st.train_seq2seq(model, data["train"], vocab, steps=30, batch_size=16, lr=1e-2, stats=stats)
     assert len(losses) == 30 and losses[-1] < losses[0]
+    assert stats["steps"] == 30 and stats["tokens"] >= 30 * 16 * 2 and stats["tokens_per_s"] > 0
+    assert len(st.train_seq2seq(model, data["train"], vocab, steps=1000, batch_size=16, time_budget=0.0)) == 1
     rows, predictions = st.evaluate_by_length(model, data["test"], vocab, [1, 3, 5])
     assert len(predictions) == 16 and sum(r["n"] for r in rows) == 16
     outputs, attention = st.translate(model, ["abc"], vocab, return_attention=True)

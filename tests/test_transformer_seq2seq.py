@@ -135,3 +135,29 @@ def test_training_reduces_loss_and_translate_runs():
     rows, preds = ts.evaluate_by_length(model, data["test"], vocab, [2, 4, 6])
     assert preds == out and sum(r["n"] for r in rows) == 8
     assert math.isfinite(losses[-1])
+
+
+def test_linear_decay_lr():
+    assert ts.linear_decay_lr(1, 1e-3, 10, 0.0) == pytest.approx(1e-4)
+    assert ts.linear_decay_lr(10, 1e-3, 10, 0.0) == pytest.approx(1e-3)
+    assert ts.linear_decay_lr(50, 1e-3, 10, 0.5) == pytest.approx(5e-4)
+    assert ts.linear_decay_lr(90, 1e-3, 10, 1.2) == 0.0
+
+
+def test_linear_schedule_time_budget_and_stats():
+    data = make_string_task(64, 0, task="reverse", min_len=2, max_len=4, seed=0)
+    vocab = string_vocab()
+    torch.manual_seed(0)
+    model = ts.TransformerSeq2Seq(len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.0, norm_first=True)
+    stats = {}
+    losses, lrs = ts.train_transformer(model, data["train"], vocab, steps=12, batch_size=16, warmup=4, factor=0.5,
+                                       schedule="linear", stats=stats)
+    peak = ts.noam_lr(4, 16, 4, 0.5)
+    assert lrs == pytest.approx([ts.linear_decay_lr(s, peak, 4, s / 12) for s in range(1, 13)])
+    assert lrs[-1] == 0.0 and stats["steps"] == 12 and stats["tokens"] > 12 * 16 * 2
+    assert stats["tokens_per_s"] == pytest.approx(stats["tokens"] / stats["seconds"])
+    # a spent budget stops training after the step that spent it
+    losses, _ = ts.train_transformer(model, data["train"], vocab, steps=1000, batch_size=16, warmup=4, time_budget=0.0)
+    assert len(losses) == 1
+    with pytest.raises(ValueError):
+        ts.train_transformer(model, data["train"], vocab, steps=2, schedule="cosine")

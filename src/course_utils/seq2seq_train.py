@@ -46,10 +46,14 @@ def train_seq2seq(
     seed: int = 0,
     device: torch.device | str = "cpu",
     log_every: int = 0,
+    time_budget: float | None = None,
+    stats: dict | None = None,
 ) -> list[float]:
     """Train ``model`` for ``steps`` batches of ``train`` (``source``/``target`` columns).
 
     Returns the loss of every step. ``log_every > 0`` prints a line every that many steps.
+    ``time_budget`` (seconds) stops training once it is spent; ``stats`` (a dict) receives
+    ``steps``, ``seconds``, ``tokens`` (target tokens seen) and ``tokens_per_s``.
     """
     torch.manual_seed(seed)
     encoded = train if "src_ids" in train.column_names else encode_dataset(train, vocab)
@@ -57,6 +61,7 @@ def train_seq2seq(
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.to(device).train()
     losses: list[float] = []
+    tokens = 0
     started = time.perf_counter()
     while len(losses) < steps:
         for batch in loader:
@@ -70,9 +75,14 @@ def train_seq2seq(
             losses.append(loss.item())
             if log_every and len(losses) % log_every == 0:
                 print(f"step {len(losses):5d}  loss {sum(losses[-log_every:]) / log_every:.4f}  ({time.perf_counter() - started:.0f} s)")
-            if len(losses) >= steps:
+            tokens += int((tgt != vocab.pad_id).sum())
+            if len(losses) >= steps or (time_budget is not None and time.perf_counter() - started >= time_budget):
+                steps = len(losses)  # the budget is spent: stop here
                 break
     model.eval()
+    if stats is not None:  # what the run did: steps, seconds, target tokens, tokens per second
+        seconds = time.perf_counter() - started
+        stats.update(steps=len(losses), seconds=seconds, tokens=tokens, tokens_per_s=tokens / max(seconds, 1e-9))
     return losses
 
 

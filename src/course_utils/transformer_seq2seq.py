@@ -16,7 +16,9 @@ The pieces, in the order the notebook uses them:
 - :func:`label_smoothed_cross_entropy` -- cross-entropy against ``(1 - eps) one_hot + eps / V``,
   padding ignored (the same as ``F.cross_entropy(..., label_smoothing=eps)``).
 - :func:`noam_lr`, :func:`noam_scheduler` -- ``d^-0.5 min(step^-0.5, step warmup^-1.5)``.
-- :func:`train_transformer` -- Adam(0.9, 0.98, 1e-9) + warm-up + label smoothing.
+- :func:`linear_decay_lr` -- the same warm-up, then a straight line to 0 at the end of a fixed budget.
+- :func:`train_transformer` -- Adam(0.9, 0.98, 1e-9) + warm-up + label smoothing, for a number of
+  steps or a wall-clock budget.
 - :func:`greedy_decode`, :func:`beam_step`, :func:`beam_search`, :func:`translate`,
   :func:`evaluate_by_length` -- generation and the length sweep, with the same outputs as
   :mod:`course_utils.seq2seq_train` so the two model families share tables and plots.
@@ -47,6 +49,7 @@ __all__ = [
     "label_smoothed_cross_entropy",
     "noam_lr",
     "noam_scheduler",
+    "linear_decay_lr",
     "train_transformer",
     "greedy_decode",
     "beam_step",
@@ -179,6 +182,12 @@ def noam_scheduler(optimizer: torch.optim.Optimizer, d_model: int, warmup: int, 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: noam_lr(i + 1, d_model, warmup, factor))
 
 
+def linear_decay_lr(step: int, peak: float, warmup: int, progress: float) -> float:
+    """Linear warm-up to ``peak`` over ``warmup`` steps, times ``1 - progress`` (``progress`` in [0, 1]:
+    the fraction of the run, in steps or in seconds, already done), so the rate ends at 0."""
+    return peak * min(max(int(step), 1) / warmup, 1.0) * max(0.0, 1.0 - progress)
+
+
 def train_transformer(
     model: TransformerSeq2Seq,
     train: Dataset,
@@ -193,19 +202,30 @@ def train_transformer(
     seed: int = 0,
     device: torch.device | str = "cpu",
     log_every: int = 0,
+    time_budget: float | None = None,
+    stats: dict | None = None,
+    schedule: str = "noam",
 ) -> tuple[list[float], list[float]]:
-    """Teacher-forced training with label smoothing, Adam(0.9, 0.98, eps 1e-9) and :func:`noam_lr`.
+    """Teacher-forced training with label smoothing, Adam(0.9, 0.98, eps 1e-9) and a warm-up schedule.
 
+    ``schedule="noam"``: :func:`noam_lr` (warm-up, then ``1/sqrt(step)``). ``"linear"``: the same
+    warm-up to the same peak, then a straight line down to 0 at the end of the run -- the end being
+    ``steps`` or ``time_budget`` seconds, whichever comes first (see :func:`linear_decay_lr`).
+    ``time_budget`` (seconds) stops training when it is spent; ``stats`` (a dict) receives
+    ``steps``, ``seconds``, ``tokens`` (target tokens seen) and ``tokens_per_s``.
     Returns (loss of every step, learning rate of every step). The loss is the smoothed one.
     """
+    if schedule not in ("noam", "linear"):
+        raise ValueError(f"unknown schedule {schedule!r}; choose 'noam' or 'linear'")
     torch.manual_seed(seed)
     encoded = train if "src_ids" in train.column_names else encode_dataset(train, vocab)
     loader = make_loader(encoded, batch_size, shuffle=True, seed=seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    scheduler = noam_scheduler(optimizer, model.d_model, warmup, factor)
+    peak = noam_lr(warmup, model.d_model, warmup, factor)
     model.to(device).train()
     losses: list[float] = []
     lrs: list[float] = []
+    tokens = 0
     started = time.perf_counter()
     while len(losses) < steps:
         for batch in loader:
@@ -216,16 +236,30 @@ def train_transformer(
             loss.backward()
             if clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            lrs.append(optimizer.param_groups[0]["lr"])
+            step = len(losses) + 1
+            if schedule == "noam":
+                lr = noam_lr(step, model.d_model, warmup, factor)
+            else:
+                progress = step / steps
+                if time_budget:
+                    progress = max(progress, (time.perf_counter() - started) / time_budget)
+                lr = linear_decay_lr(step, peak, warmup, progress)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            lrs.append(lr)
             optimizer.step()
-            scheduler.step()
             losses.append(loss.item())
             if log_every and len(losses) % log_every == 0:
                 print(f"step {len(losses):5d}  loss {sum(losses[-log_every:]) / log_every:.4f}  "
                       f"lr {lrs[-1]:.2e}  ({time.perf_counter() - started:.0f} s)")
-            if len(losses) >= steps:
+            tokens += int((tgt != vocab.pad_id).sum())
+            if len(losses) >= steps or (time_budget is not None and time.perf_counter() - started >= time_budget):
+                steps = len(losses)  # the budget is spent: stop here
                 break
     model.eval()
+    if stats is not None:  # what the run did: steps, seconds, target tokens, tokens per second
+        seconds = time.perf_counter() - started
+        stats.update(steps=len(losses), seconds=seconds, tokens=tokens, tokens_per_s=tokens / max(seconds, 1e-9))
     return losses, lrs
 
 
