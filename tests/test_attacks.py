@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -66,8 +67,11 @@ def _attacks(course: Path, answer: str) -> dict[str, str]:
             "        return ast.fix_missing_locations(node)\n"
             "get_ipython().ast_transformers.append(Swallow())\n" + BLANK_ANSWER
         ),
-        # read the gradebook (every hidden test), the solutions and a classmate's work
+        # read the gradebook (every hidden test), the solutions and a classmate's work; and say
+        # where it runs (a private copy of its own notebook, not the course)
         "read-private": (
+            "import os\n"
+            "print('CWD', os.getcwd(), os.listdir('.'))\n"
             "for path in [%r, %r, %r, '../../../gradebook.db']:\n"
             "    try:\n"
             "        print('READ', path, len(open(path, 'rb').read()))\n"
@@ -201,6 +205,11 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
         return "\n".join(str(o.get("text", "")) + str(o.get("evalue", "")) for c in nb.cells for o in c.get("outputs", []))
 
     assert "READ" not in output_of("read-private") and output_of("read-private").count("BLOCKED") == 4
+    for private in (course / "gradebook.db", course / "submitted" / "honest" / A / f"{A}.ipynb"):
+        assert f"BLOCKED {private} FileNotFoundError" in output_of("read-private"), "the course is not even visible"
+    cwd = next(line for line in output_of("read-private").splitlines() if line.startswith("CWD "))
+    assert cwd.startswith(f"CWD {tempfile.gettempdir()}/course-sandbox-") and f"{A}.ipynb" in cwd, \
+        f"the kernel runs in a private copy of its notebook: {cwd}"
     assert "WROTE" not in output_of("rewrite-grades") and "BLOCKED" in output_of("rewrite-grades")
     assert "TAMPERED" not in output_of("tamper-classmate")
     assert SECRET not in output_of("environment") and "ENV" in output_of("environment")

@@ -101,6 +101,11 @@ def test_main_job_on_notebook_00(tmp_path):
     assert (tmp_path / "build" / "executed" / "ci" / "00_welcome" / "00_welcome.kernel.log").is_file()
     assert "ada-solutions" in out and "2 / 2" in out and "bo-blank" in out and "cy-mistakes" in out
     assert "FAIL" not in out
+    # the demo class's verdicts (test_grading.py leaves 00_welcome to this test)
+    verdicts = [line.split() for line in out.splitlines() if line.lstrip().startswith("ok ")]
+    for student, expectation in (("ada-solutions", "solutions score full marks"), ("bo-blank", "blank release scores zero"),
+                                 ("cy-mistakes", "rejected:")):
+        assert any(v[1:3] == ["00_welcome", student] and expectation in " ".join(v) for v in verdicts), (student, out)
     assert (tmp_path / "notebooks" / "00_welcome" / "00_welcome.ipynb").is_file()
     assert (tmp_path / "build" / "executed" / "ci" / "00_welcome" / "00_welcome.ipynb").is_file()
     with (tmp_path / "build" / "demo-class" / "grades.csv").open() as handle:

@@ -1,7 +1,10 @@
 """Grading that survives a real class: real `nbgrader autograde` through `course grade`.
 
 A generated class on notebook 00 holds every kind of bad submission next to good ones.
-The grades are asserted for a serial run and for a parallel run (twice: same grades).
+It is graded serially, then again in parallel (the same course: the serial run has set
+renamed and stray notebooks aside): the grades are asserted after each run, so one class
+shows that serial grading is right, that parallel grading equals it, and that grading
+twice gives the same grades.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ pytestmark = pytest.mark.slow
 
 A = "00_welcome"
 TEST = "test_count_parameters"
-CELL_TIMEOUT = "8"
+# the looping student costs this much per run; COURSE_TEST_CELL_TIMEOUT raises it on a loaded machine,
+# where a cell importing torch can take longer
+CELL_TIMEOUT = os.environ.get("COURSE_TEST_CELL_TIMEOUT", "8")
 
 # student -> (expected score of the test cell, or "FAILED", and words the report must show)
 EXPECTED = {
@@ -118,12 +123,13 @@ def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str],
     return {s: g for s, g in grades.items() if EXPECTED[s][0] != "FAILED"}
 
 
-def test_serial_grading_of_a_class_with_bad_submissions(tmp_path):
+def test_serial_then_parallel_grading_of_a_class_with_bad_submissions(tmp_path):
     course = tmp_path / "course"
     _build_class(course)
     result = _course("grade", A, "--workers", "1", course=course)
-    _assert_class_graded(course, result)
+    serial = _assert_class_graded(course, result)
     assert "2 submission(s) could not be graded" in result.stdout
+    assert serial == {s: float(e) for s, (e, _) in EXPECTED.items() if e != "FAILED"}
 
     flooded = read(course / "autograded" / "flood" / A / f"{A}.ipynb")
     longest = max(len("".join(o.get("text", "")).splitlines()) for c in flooded.cells for o in c.get("outputs", []))
@@ -143,15 +149,11 @@ def test_serial_grading_of_a_class_with_bad_submissions(tmp_path):
     assert rows["ok"][f"{A}:{TEST}"] == "2" and rows["edited"][f"{A}:{TEST}"] == "0"
     assert rows["ok"]["score"] == "2" and rows["ok"]["max_score"] == "2"
 
-
-def test_parallel_grading_equals_serial_and_repeats(tmp_path):
-    course = tmp_path / "course"
-    _build_class(course)
-    first = _assert_class_graded(course, _course("grade", A, "--workers", "2", course=course))
-    # the first run set renamed and stray notebooks aside; the second grades what it left
-    again = _assert_class_graded(course, _course("grade", A, "--workers", "2", course=course), notes=False)
-    assert first == again, "grading the same submissions twice must give the same grades"
-    assert first == {s: float(e) for s, (e, _) in EXPECTED.items() if e != "FAILED"}
+    # the same class again, in parallel: the same grades (notes were shown by the first run,
+    # which set the renamed and stray notebooks aside; which notes a run prints does not
+    # depend on the workers: the submissions are inspected before grading starts)
+    parallel = _assert_class_graded(course, _course("grade", A, "--workers", "2", course=course), notes=False)
+    assert parallel == serial, "parallel grading (and grading twice) must give the serial grades"
 
 
 def test_jupyterhub_configuration_loads(monkeypatch):

@@ -1,5 +1,9 @@
 """Every curated mistake is rejected by the test cells it names (one kernel per notebook).
 
+The kernel first runs the solution notebook top to bottom in the ci profile, and any cell that
+raises fails the test: this is also the suite's proof that every solution notebook runs
+(what nbval over solutions/ proved in a second pass of the same notebooks).
+
 See :mod:`course_utils.tooling.rejection`; the real nbgrader grading of the solutions, the blank
 release and a student with one mistake per exercise is in test_grading.py.
 """
@@ -26,6 +30,15 @@ def test_every_curated_mistake_is_rejected_and_every_right_answer_accepted(assig
     problems = [r.describe() for r in results if not r.ok]
     assert not problems, "\n".join(problems)
     assert len(results) == 1 + len(mistakes) + len(accepted), "every mistake and right answer must be checked"
+
+
+def test_every_solution_notebook_is_run_here():
+    """The solution runs above cover every notebook under solutions/ (make test runs no nbval)."""
+    from course_utils.tooling.layout import notebook_paths
+
+    run = {path.resolve() for assignment in assignment_names() for path in notebook_paths(ROOT, assignment)}
+    on_disk = {path.resolve() for path in (ROOT / "solutions").rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts}
+    assert on_disk and on_disk <= run, f"solution notebooks no test executes: {sorted(map(str, on_disk - run))}"
 
 
 def test_mistake_classes_per_notebook(capsys):

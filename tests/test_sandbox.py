@@ -276,46 +276,6 @@ def test_only_the_package_directory_of_the_repository_is_bound():
 
 
 # ------------------------------------------------------------------ real nbgrader
-
-
-def _class_with_attacker(course: Path) -> None:
-    from course_utils.tooling.cells import fill_answers, read, solution_code
-    from course_utils.tooling.release import generate_release, prepare_scratch_course
-
-    prepare_scratch_course(ROOT, course, [A])
-    generate_release(course, [A], verbose=False)
-    release = read(course / "notebooks" / A / f"{A}.ipynb")
-    answer = solution_code(read(course / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
-    attack = (
-        "import os, sqlite3\n"
-        f"for target in [{str(course / 'gradebook.db')!r}, {str(course / 'submitted' / 'ok' / A / (A + '.ipynb'))!r}]:\n"
-        "    try:\n"
-        "        open(target, 'rb').read()\n"
-        "        print('READ', target)\n"
-        "    except OSError as error:\n"
-        "        print('BLOCKED', type(error).__name__)\n"
-        f"print('CWD', os.getcwd(), os.listdir('.'))\n" + answer
-    )
-    for student, code in {"ok": answer, "attacker": attack}.items():
-        folder = course / "submitted" / student / A
-        folder.mkdir(parents=True)
-        nbformat.write(fill_answers(release, {"count_parameters": code}), str(folder / f"{A}.ipynb"))
-
-
-@needs_bwrap
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["serial", "parallel"])
-def test_nbgrader_grades_in_the_sandbox(tmp_path, mode):
-    from course_utils.tooling.grading import autograde, read_scores
-    from course_utils.tooling.parallel import autograde_parallel
-
-    course = tmp_path / "course"
-    _class_with_attacker(course)
-    run_ = autograde(course, A) if mode == "serial" else autograde_parallel(course, A, workers=2)
-    assert not run_.failed, run_.log[-3000:]
-    scores = {row.student: (row.score, row.auto_max_score) for row in read_scores(course)}
-    assert scores["ok"] == (2, 2), scores
-    executed = (course / "autograded" / "attacker" / A / f"{A}.ipynb").read_text()
-    assert "READ " not in executed and executed.count("BLOCKED FileNotFoundError") == 2, executed[-2000:]
-    assert f"CWD {sandbox.tempfile.gettempdir()}/course-sandbox-" in executed
-    assert "00_welcome.ipynb" in executed
+# Real nbgrader grading in the sandbox, serial and parallel -- an attacker blocked from the
+# gradebook and a classmate's notebook, its kernel in a private copy of its own notebook, an
+# honest student graded 2/2 -- is test_attacks.py (`course grade` on a class with every attack).

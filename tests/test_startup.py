@@ -50,3 +50,17 @@ def test_corpus_imports_datasets_only_when_needed():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_the_sandbox_check_imports_neither_nbgrader_nor_nbclient():
+    """`course grade` asks whether a sandbox works before grading; nbgrader's Execute subclass
+    (SandboxedExecute) is imported only when nbgrader grades."""
+    code = ("import sys, json\n"
+            "from course_utils.tooling import sandbox\n"
+            "sandbox.SandboxLimits.from_env(); sandbox.sandbox_enabled()\n"
+            "before = sorted(m for m in ('nbgrader', 'nbclient', 'nbformat') if m in sys.modules)\n"
+            "sandbox.SandboxedExecute\n"
+            "print(json.dumps([before, issubclass(sandbox.SandboxLimitError, sys.modules['nbclient'].exceptions.DeadKernelError)]))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [[], True]

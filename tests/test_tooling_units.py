@@ -119,3 +119,29 @@ def test_feedback_hides_hidden_tests_and_tracebacks():
     assert "f(-5) == -10" not in cleaned.cells[2].source
     assert cleaned.cells[2].outputs[0]["traceback"] == ["CheckFailed: f(-5) is wrong"]
     assert cleaned.cells[1].source == nb.cells[1].source  # answer cells untouched
+
+
+def test_a_new_gradebook_gets_the_revision_alembic_heads_prints(tmp_path):
+    """fast_gradebook_creation: the schema revision read in-process equals nbgrader's own (the
+    first word `alembic heads` prints), and a gradebook created with it is stamped with it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import nbgrader.api as api
+    from nbgrader.dbutil import _temp_alembic_ini
+    from sqlalchemy import text
+
+    from course_utils.tooling.gradebook import alembic_head, fast_gradebook_creation
+
+    fast_gradebook_creation()
+    assert api.get_alembic_version.in_process
+    head = alembic_head()
+    assert head and head == api.get_alembic_version()
+    alembic = Path(sys.executable).with_name("alembic")  # what nbgrader runs, from the environment's bin
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'unused.db'}") as ini:
+        printed = subprocess.run([str(alembic) if alembic.exists() else "alembic", "-c", ini, "heads"],
+                                 capture_output=True, text=True, check=True).stdout
+    assert printed.split("\n")[0].split(" ")[0] == head
+    with api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        assert gradebook.db.execute(text("SELECT version_num FROM alembic_version")).scalar() == head

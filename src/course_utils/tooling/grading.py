@@ -174,6 +174,9 @@ def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookSco
     """Every graded notebook in the course's gradebook, sorted by assignment then student."""
     from nbgrader.api import Gradebook  # imported late: nbgrader is slow to import
 
+    from course_utils.tooling.gradebook import fast_gradebook_creation
+
+    fast_gradebook_creation()
     db_url = db_url or course_db_url(course_dir)
     rows: list[NotebookScore] = []
     with Gradebook(db_url) as gradebook:

@@ -33,8 +33,11 @@ __all__ = [
 # nbgrader imports jsonschema, which builds an RFC 3987 grammar at import (2-5 s of every
 # nbgrader process) when the optional rfc3987_syntax is installed, only to check the "iri"
 # string format, which no nbgrader or notebook schema uses. A None entry in sys.modules makes
-# that optional import fail fast. `python -m nbgrader ARGS`, without that cost:
+# that optional import fail fast. And a new gradebook gets its schema revision in-process
+# (course_utils.tooling.gradebook.fast_gradebook_creation), not from an `alembic heads`
+# subprocess. `python -m nbgrader ARGS`, without those costs:
 NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); sys.argv[0] = 'nbgrader'; "
+                 "from course_utils.tooling.gradebook import fast_gradebook_creation; fast_gradebook_creation(); "
                  "from nbgrader.apps.nbgraderapp import main; main()")
 
 
@@ -168,8 +171,9 @@ def _autograde_main(spec_path: str) -> int:
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
-    from course_utils.tooling.gradebook import nbgrader_config
+    from course_utils.tooling.gradebook import fast_gradebook_creation, nbgrader_config
 
+    fast_gradebook_creation()
     spec = json.loads(Path(spec_path).read_text())
     os.chdir(spec["course_dir"])
     sys.path.insert(0, os.getcwd())  # as `nbgrader` does

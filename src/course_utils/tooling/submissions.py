@@ -138,8 +138,9 @@ def record_zero(course_dir: Path, assignment: str, student: str, db_url: str | N
     """Put a submission with 0 in every graded cell in the gradebook (nothing was submitted)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from course_utils.tooling.gradebook import course_db_url
+    from course_utils.tooling.gradebook import course_db_url, fast_gradebook_creation
 
+    fast_gradebook_creation()
     db_url = db_url or course_db_url(course_dir)
     with Gradebook(db_url) as gradebook:
         gradebook.update_or_create_student(student)
