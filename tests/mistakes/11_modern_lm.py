@@ -1,0 +1,238 @@
+"""Curated wrong answers of notebook 11 (a modern LM); each must be rejected."""
+
+from course_utils.tooling.mistakes import Accepted, Mistake
+
+MISTAKES = [
+    # ------------------------------------------------------------------ merge_word
+    Mistake(cell="merge_word", name="merges the first mergeable pair from the left, not the lowest rank", kind="logic",
+            rejected_by=("test_merge_word",),
+            source=('def merge_word(symbols, ranks):\n'
+                    '    symbols = list(symbols)\n'
+                    '    merged = True\n'
+                    '    while merged:\n'
+                    '        merged = False\n'
+                    '        for i in range(len(symbols) - 1):\n'
+                    '            if (symbols[i], symbols[i + 1]) in ranks:\n'
+                    '                symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n'
+                    '                merged = True\n'
+                    '                break\n'
+                    '    return symbols\n')),
+    Mistake(cell="merge_word", name="one merge only (no loop until none applies)", kind="logic",
+            rejected_by=("test_merge_word",),
+            replace=(("symbols = merged", "return merged"),)),
+    Mistake(cell="merge_word", name="pairs that are not merges get rank 0", kind="logic",
+            rejected_by=("test_merge_word",),
+            replace=(("ranks.get(pair, math.inf)", "ranks.get(pair, 0)"),)),
+    Mistake(cell="merge_word", name="min over the pairs of a one-symbol piece (crashes on digits)", kind="boundary",
+            rejected_by=("test_merge_word",),
+            source=('def merge_word(symbols, ranks):\n'
+                    '    symbols = list(symbols)\n'
+                    '    while True:\n'
+                    '        rank, i = min((ranks.get(p, math.inf), i) for i, p in enumerate(zip(symbols, symbols[1:])))\n'
+                    '        if rank == math.inf:\n'
+                    '            return symbols\n'
+                    '        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n')),
+    Mistake(cell="merge_word", name="modifies the list it was given", kind="structure",
+            rejected_by=("test_merge_word",),
+            source=('def merge_word(symbols, ranks):\n'
+                    '    while len(symbols) > 1:\n'
+                    '        rank, i = min((ranks.get(p, math.inf), i) for i, p in enumerate(zip(symbols, symbols[1:])))\n'
+                    '        if rank == math.inf:\n'
+                    '            break\n'
+                    '        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n'
+                    '    return symbols\n')),
+    Mistake(cell="merge_word", name="reference import", kind="reference",
+            rejected_by=("test_merge_word",),
+            source="from course_utils.bpe import merge_word\n"),
+    # ------------------------------------------------------------------ tokens_to_text
+    Mistake(cell="tokens_to_text", name="decodes each token on its own", kind="logic",
+            rejected_by=("test_tokens_to_text",),
+            source=('def tokens_to_text(tokens):\n'
+                    '    byte_decoder = {c: b for b, c in bytes_to_unicode().items()}\n'
+                    '    return "".join(bytes(byte_decoder[c] for c in t).decode("utf-8", errors="replace") for t in tokens)\n')),
+    Mistake(cell="tokens_to_text", name="strict UTF-8 decoding (a cut character raises)", kind="boundary",
+            rejected_by=("test_tokens_to_text",),
+            replace=(('data.decode("utf-8", errors="replace")', 'data.decode("utf-8")'),)),
+    Mistake(cell="tokens_to_text", name="joins the token strings (byte table not inverted)", kind="logic",
+            rejected_by=("test_tokens_to_text",),
+            source='def tokens_to_text(tokens):\n    return "".join(tokens).replace("Ġ", " ")\n'),
+    Mistake(cell="tokens_to_text", name="latin-1 instead of UTF-8", kind="logic",
+            rejected_by=("test_tokens_to_text",),
+            replace=(('data.decode("utf-8", errors="replace")', 'data.decode("latin-1")'),)),
+    # ------------------------------------------------------------------ RMSNorm
+    Mistake(cell="rms_norm", name="LayerNorm-style mean subtraction", kind="logic",
+            rejected_by=("test_rms_norm",),
+            replace=(("return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                      "x = x - x.mean(dim=-1, keepdim=True)\n"
+                      "        return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight"),)),
+    Mistake(cell="rms_norm", name="eps outside the square root", kind="logic",
+            rejected_by=("test_rms_norm",),
+            replace=(("torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)",
+                      "(torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True)) + self.eps)"),)),
+    Mistake(cell="rms_norm", name="eps argument ignored (1e-5 hard-coded)", kind="argument",
+            rejected_by=("test_rms_norm",),
+            replace=(("keepdim=True) + self.eps)", "keepdim=True) + 1e-5)"),)),
+    Mistake(cell="rms_norm", name="normalises the input in place", kind="autograd",
+            rejected_by=("test_rms_norm",),
+            replace=(("return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                      "x /= torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)\n"
+                      "        return x * self.weight"),)),
+    Mistake(cell="rms_norm", name="computed in float32 and not cast back", kind="dtype",
+            rejected_by=("test_rms_norm",),
+            replace=(("return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                      "x = x.float()\n"
+                      "        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight.float()"),)),
+    # ------------------------------------------------------------------ SwiGLU
+    Mistake(cell="swiglu", name="SiLU on the up branch instead of the gate", kind="logic",
+            rejected_by=("test_swiglu",),
+            replace=(("F.silu(self.gate_proj(x)) * self.up_proj(x)", "self.gate_proj(x) * F.silu(self.up_proj(x))"),)),
+    Mistake(cell="swiglu", name="sigmoid gate (GLU) instead of SiLU", kind="logic",
+            rejected_by=("test_swiglu",),
+            replace=(("F.silu(self.gate_proj(x))", "torch.sigmoid(self.gate_proj(x))"),)),
+    # ------------------------------------------------------------------ apply_rope
+    Mistake(cell="apply_rope", name="interleaved pairs (notebook 06) instead of rotate-half", kind="logic",
+            rejected_by=("test_apply_rope",),
+            replace=(("x1, x2 = x[..., :half], x[..., half:]\n    rotated = torch.cat((-x2, x1), dim=-1)",
+                      "x1, x2 = x[..., 0::2], x[..., 1::2]\n    rotated = torch.stack((-x2, x1), dim=-1).flatten(-2)"),)),
+    Mistake(cell="apply_rope", name="halves swapped without the minus sign", kind="logic",
+            rejected_by=("test_apply_rope",),
+            replace=(("torch.cat((-x2, x1), dim=-1)", "torch.cat((x2, x1), dim=-1)"),)),
+    Mistake(cell="apply_rope", name="rotation in the wrong direction", kind="logic",
+            rejected_by=("test_apply_rope",),
+            replace=(("torch.cat((-x2, x1), dim=-1)", "torch.cat((x2, -x1), dim=-1)"),)),
+    Mistake(cell="apply_rope", name="reference import", kind="reference",
+            rejected_by=("test_apply_rope",),
+            source="from course_utils.llama import apply_rope\n"),
+    # ------------------------------------------------------------------ repeat_kv
+    Mistake(cell="repeat_kv", name="Tensor.repeat tiles the heads (a, b, a, b)", kind="logic",
+            rejected_by=("test_repeat_kv",),
+            source="def repeat_kv(x, n_rep):\n    return x.repeat(1, n_rep, 1, 1)\n"),
+    Mistake(cell="repeat_kv", name="n_rep ignored (always 2)", kind="argument",
+            rejected_by=("test_repeat_kv",),
+            source="def repeat_kv(x, n_rep):\n    return x.repeat_interleave(2, dim=1)\n"),
+    # ------------------------------------------------------------------ GQAttention
+    Mistake(cell="gq_attention", name="no causal mask", kind="logic",
+            rejected_by=("test_gq_attention",),
+            replace=(("is_causal=True", "is_causal=False"),)),
+    Mistake(cell="gq_attention", name="RoPE applied to the values too", kind="logic",
+            rejected_by=("test_gq_attention",),
+            replace=(("q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)",
+                      "q, k, v = apply_rope(q, cos, sin), apply_rope(k, cos, sin), apply_rope(v, cos, sin)"),)),
+    Mistake(cell="gq_attention", name="heads split with a view, no transpose", kind="logic",
+            rejected_by=("test_gq_attention",),
+            replace=((".view(B, T, self.n_heads, self.head_dim).transpose(1, 2)", ".view(B, self.n_heads, T, self.head_dim)"),
+                     (".view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)", ".view(B, self.n_kv_heads, T, self.head_dim)"))),
+    Mistake(cell="gq_attention", name="kv heads tiled with Tensor.repeat", kind="logic",
+            rejected_by=("test_gq_attention",),
+            replace=(("k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)", "k, v = k.repeat(1, n_rep, 1, 1), v.repeat(1, n_rep, 1, 1)"),)),
+    Mistake(cell="gq_attention", name="causal mask built without device", kind="device",
+            rejected_by=("test_gq_attention",),
+            replace=(("y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                      "mask = torch.ones(T, T, dtype=torch.bool).tril()\n"
+                      "        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)\n"
+                      "        y = att.masked_fill(~mask, float('-inf')).softmax(dim=-1) @ v"),)),
+    Mistake(cell="gq_attention", name="scores scaled by sqrt(d_model) instead of sqrt(head_dim)", kind="logic",
+            rejected_by=("test_gq_attention",),
+            replace=(("y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                      "y = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(x.size(-1)))"),)),
+    # ------------------------------------------------------------------ DecoderBlock / MyLlama
+    Mistake(cell="llama_forward", name="post-norm block", kind="logic",
+            rejected_by=("test_llama_forward",),
+            replace=(("x = x + self.attn(self.attn_norm(x), cos, sin)\n        return x + self.ffn(self.ffn_norm(x))",
+                      "x = self.attn_norm(x + self.attn(x, cos, sin))\n        return self.ffn_norm(x + self.ffn(x))"),)),
+    Mistake(cell="llama_forward", name="final norm forgotten", kind="logic",
+            rejected_by=("test_llama_forward",),
+            replace=(("return self.lm_head(self.norm(x))", "return self.lm_head(x)"),)),
+    Mistake(cell="llama_forward", name="RoPE tables on the default device", kind="device",
+            rejected_by=("test_llama_forward",),
+            replace=(("device=x.device, dtype=x.dtype)", "dtype=x.dtype)"),)),
+    Mistake(cell="llama_forward", name="RoPE tables in float32 whatever the model's dtype", kind="dtype",
+            rejected_by=("test_llama_forward",),
+            replace=(("device=x.device, dtype=x.dtype)", "device=x.device)"),)),
+    Mistake(cell="llama_forward", name="RoPE base hard-coded to 10000", kind="argument",
+            rejected_by=("test_llama_forward",),
+            replace=(("self.config.rope_base, device", "10000.0, device"),)),
+    Mistake(cell="llama_forward", name="in-place residual (x += ...)", kind="autograd",
+            rejected_by=("test_llama_forward",),
+            replace=(("x = x + self.attn(self.attn_norm(x), cos, sin)", "x += self.attn(self.attn_norm(x), cos, sin)"),)),
+    # ------------------------------------------------------------------ LoRALinear
+    Mistake(cell="lora_linear", name="scaling alpha instead of alpha / rank", kind="logic",
+            rejected_by=("test_lora_linear",),
+            replace=(("self.scaling = alpha / rank", "self.scaling = alpha"),)),
+    Mistake(cell="lora_linear", name="A zero and B random (nothing can learn)", kind="logic",
+            rejected_by=("test_lora_linear",),
+            replace=(("torch.randn(rank, base.in_features, device=w.device, dtype=w.dtype) / math.sqrt(base.in_features)",
+                      "torch.zeros(rank, base.in_features, device=w.device, dtype=w.dtype)"),
+                     ("torch.zeros(base.out_features, rank, device=w.device, dtype=w.dtype)",
+                      "torch.randn(base.out_features, rank, device=w.device, dtype=w.dtype)"))),
+    Mistake(cell="lora_linear", name="base layer not frozen", kind="structure",
+            rejected_by=("test_lora_linear",),
+            replace=(("        for p in self.base.parameters():\n            p.requires_grad_(False)\n", ""),)),
+    Mistake(cell="lora_linear", name="LoRA matrices created in the default dtype", kind="dtype",
+            rejected_by=("test_lora_linear",),
+            replace=((", device=w.device, dtype=w.dtype)", ", device=w.device)"),)),
+    Mistake(cell="lora_linear", name="LoRA matrices created on the default device", kind="device",
+            rejected_by=("test_lora_linear",),
+            replace=(("device=w.device, dtype=w.dtype", "dtype=w.dtype"),)),
+    Mistake(cell="lora_linear", name="reference import", kind="reference",
+            rejected_by=("test_lora_linear",),
+            source="from course_utils.lora import LoRALinear\n"),
+    Mistake(cell="lora_linear", name="plain tensors instead of Parameters", kind="autograd",
+            rejected_by=("test_lora_linear",),
+            replace=(("self.lora_A = nn.Parameter(", "self.lora_A = ("), ("self.lora_B = nn.Parameter(", "self.lora_B = ("))),
+]
+
+# Right answers in other styles than the solution: every test must accept them.
+ACCEPTED = [
+    Accepted(cell="merge_word", name="leftmost occurrence of the best pair, one at a time",
+             source=('def merge_word(symbols, ranks):\n'
+                     '    symbols = list(symbols)\n'
+                     '    while True:\n'
+                     '        candidates = [(ranks[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in ranks]\n'
+                     '        if not candidates:\n'
+                     '            return symbols\n'
+                     '        _, i = min(candidates)\n'
+                     '        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n')),
+    Accepted(cell="tokens_to_text", name="bytearray loop",
+             source=('def tokens_to_text(tokens):\n'
+                     '    inverse = {v: k for k, v in bytes_to_unicode().items()}\n'
+                     '    out = bytearray()\n'
+                     '    for token in tokens:\n'
+                     '        out.extend(inverse[ch] for ch in token)\n'
+                     '    return out.decode("utf-8", "replace")\n')),
+    Accepted(cell="rms_norm", name="rsqrt and x * x",
+             replace=(("return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                       "return self.weight * (x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps))"),)),
+    Accepted(cell="swiglu", name="SiLU written as z * sigmoid(z)",
+             replace=(("return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))",
+                       "g = self.gate_proj(x)\n        return self.down_proj(g * torch.sigmoid(g) * self.up_proj(x))"),)),
+    Accepted(cell="apply_rope", name="chunk and a rotate_half helper",
+             source=('def rotate_half(x):\n'
+                     '    a, b = x.chunk(2, dim=-1)\n'
+                     '    return torch.cat([-b, a], dim=-1)\n'
+                     '\n'
+                     'def apply_rope(x, cos, sin):\n'
+                     '    return (x * cos) + (rotate_half(x) * sin)\n')),
+    Accepted(cell="repeat_kv", name="repeat_interleave",
+             source="def repeat_kv(x, n_rep):\n    return x.repeat_interleave(n_rep, dim=1)\n"),
+    Accepted(cell="repeat_kv", name="stack copies on a new axis and flatten",
+             source="def repeat_kv(x, n_rep):\n    return torch.stack([x] * n_rep, dim=2).flatten(1, 2)\n"),
+    Accepted(cell="gq_attention", name="einsum scores and an explicit causal mask on the input's device",
+             replace=(("y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                       "scores = torch.einsum('bhqd,bhkd->bhqk', q, k) / math.sqrt(self.head_dim)\n"
+                       "        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()\n"
+                       "        y = torch.einsum('bhqk,bhkd->bhqd', scores.masked_fill(~mask, float('-inf')).softmax(-1), v)"),)),
+    Accepted(cell="lora_linear", name="F.linear twice, kaiming-uniform A",
+             source=('class LoRALinear(nn.Module):\n'
+                     '    def __init__(self, base, rank=8, alpha=16.0):\n'
+                     '        super().__init__()\n'
+                     '        self.base = base\n'
+                     '        self.base.requires_grad_(False)\n'
+                     '        self.rank, self.alpha, self.scaling = rank, alpha, alpha / rank\n'
+                     '        self.lora_A = nn.Parameter(torch.empty(rank, base.in_features, device=base.weight.device, dtype=base.weight.dtype))\n'
+                     '        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))\n'
+                     '        self.lora_B = nn.Parameter(torch.zeros_like(base.weight[:, :rank]))\n'
+                     '\n'
+                     '    def forward(self, x):\n'
+                     '        return self.base(x) + self.scaling * F.linear(F.linear(x, self.lora_A), self.lora_B)\n')),
+]
