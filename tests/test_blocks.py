@@ -154,3 +154,31 @@ def test_decoder_block_matches_torch_transformer_decoder_layer(norm_first):
         ours = block(x, memory, self_mask=causal)
         theirs = ref(x, memory, tgt_mask=~causal)  # torch: True = masked
     torch.testing.assert_close(ours, theirs, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
+@pytest.mark.parametrize("residual", [True, False], ids=["residual", "no-residual"])
+@pytest.mark.parametrize("norm", [True, False], ids=["norm", "no-norm"])
+def test_encoder_block_switches_follow_their_formulas(norm_first, residual, norm):
+    """residual=False drops the ``x +``, norm=False makes both norms the identity (reference: the formulas
+    written out with the block's own sub-layers); the defaults are the transformer block."""
+    block = _random_block(norm_first, 6)
+    switched = EncoderBlock(16, 4, 48, norm_first=norm_first, residual=residual, norm=norm).eval()
+    state = {k: v for k, v in block.state_dict().items() if norm or not k.startswith("norm")}
+    switched.load_state_dict(state)
+    n1 = block.norm1 if norm else nn.Identity()
+    n2 = block.norm2 if norm else nn.Identity()
+    skip = 1.0 if residual else 0.0
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        if norm_first:
+            h = skip * x + block.attn(n1(x), n1(x), n1(x))[0]
+            expected = skip * h + block.ffn(n2(h))
+        else:
+            h = n1(skip * x + block.attn(x, x, x)[0])
+            expected = n2(skip * h + block.ffn(h))
+        torch.testing.assert_close(switched(x), expected, atol=ATOL, rtol=0)
+        if residual and norm:  # the defaults are exactly the block
+            torch.testing.assert_close(switched(x), block(x), atol=0, rtol=0)
+    assert switched.attn_weights.shape == (2, 4, 5, 5)
+    assert len(list(switched.parameters())) == len(list(block.parameters())) - (0 if norm else 4)

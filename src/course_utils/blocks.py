@@ -11,7 +11,8 @@ Masks follow :mod:`course_utils.masking`: boolean, True where attention is *allo
 - :class:`FeedForward` -- the position-wise FFN ``max(0, x W1 + b1) W2 + b2`` (or GELU).
 - :class:`EncoderBlock` -- self-attention + FFN, each wrapped in a residual connection and a
   LayerNorm, either *post-LN* ``LN(x + Sublayer(x))`` (Vaswani et al. 2017, Gustave Cortal's lecture) or
-  *pre-LN* ``x + Sublayer(LN(x))`` (GPT-2, Xiong et al. 2020).
+  *pre-LN* ``x + Sublayer(LN(x))`` (GPT-2, Xiong et al. 2020). ``residual=False`` / ``norm=False``
+  remove the skip connections / the LayerNorms (notebook 07's depth sweep: why residuals).
 - :class:`DecoderBlock` -- masked self-attention, cross-attention over the encoder output
   ("memory"), FFN; same two norm placements.
 """
@@ -80,6 +81,8 @@ class EncoderBlock(nn.Module):
 
     ``norm_first=False`` (post-LN): ``x = LN1(x + SA(x)); x = LN2(x + FFN(x))``.
     ``norm_first=True`` (pre-LN):   ``x = x + SA(LN1(x)); x = x + FFN(LN2(x))``.
+    ``residual=False`` drops the ``x +`` of both sub-layers (``x = LN1(SA(x))``, ...) and ``norm=False``
+    replaces both LayerNorms by the identity; the defaults are the transformer block.
     After each forward, ``self.attn_weights`` holds the attention weights ``(B, h, T, T)``.
     """
 
@@ -91,13 +94,16 @@ class EncoderBlock(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         activation: str = "relu",
+        residual: bool = True,
+        norm: bool = True,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
+        self.residual = residual
         self.attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.ffn = FeedForward(d_model, d_ff, dropout, activation)
-        self.norm1 = LayerNorm(d_model)
-        self.norm2 = LayerNorm(d_model)
+        self.norm1: nn.Module = LayerNorm(d_model) if norm else nn.Identity()
+        self.norm2: nn.Module = LayerNorm(d_model) if norm else nn.Identity()
         self.dropout = nn.Dropout(dropout)
         self.attn_weights: torch.Tensor | None = None
 
@@ -106,6 +112,12 @@ class EncoderBlock(nn.Module):
         return self.dropout(out)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if not self.residual:  # the sub-layers alone, no skip connection
+            if self.norm_first:
+                x = self._self_attention(self.norm1(x), mask)
+                return self.dropout(self.ffn(self.norm2(x)))
+            x = self.norm1(self._self_attention(x, mask))
+            return self.norm2(self.dropout(self.ffn(x)))
         if self.norm_first:
             x = x + self._self_attention(self.norm1(x), mask)
             return x + self.dropout(self.ffn(self.norm2(x)))
