@@ -41,6 +41,35 @@ MISTAKES = [
                     '            break\n'
                     '        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n'
                     '    return symbols\n')),
+    Mistake(cell="merge_word", name="merges only the leftmost occurrence of the best pair per round", kind="logic",
+            rejected_by=("test_merge_word",),
+            source=('def merge_word(symbols, ranks):\n'
+                    '    symbols = list(symbols)\n'
+                    '    while True:\n'
+                    '        candidates = [(ranks[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in ranks]\n'
+                    '        if not candidates:\n'
+                    '            return symbols\n'
+                    '        _, i = min(candidates)\n'
+                    '        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n')),
+    Mistake(cell="merge_word", name="most frequent pair of the piece first, rank only breaks ties", kind="logic",
+            rejected_by=("test_merge_word",),
+            replace=(("best = min(pairs, key=lambda pair: ranks.get(pair, math.inf))",
+                      "best = min(pairs, key=lambda pair: (-pairs.count(pair) if pair in ranks else 1, ranks.get(pair, math.inf)))"),)),
+    Mistake(cell="merge_word", name="one pass over the merges sorted by rank", kind="logic",
+            rejected_by=("test_merge_word",),
+            source=('def merge_word(symbols, ranks):\n'
+                    '    word = list(symbols)\n'
+                    '    for (a, b), _ in sorted(ranks.items(), key=lambda item: item[1]):\n'
+                    '        out, i = [], 0\n'
+                    '        while i < len(word):\n'
+                    '            if i < len(word) - 1 and word[i] == a and word[i + 1] == b:\n'
+                    '                out.append(a + b)\n'
+                    '                i += 2\n'
+                    '            else:\n'
+                    '                out.append(word[i])\n'
+                    '                i += 1\n'
+                    '        word = out\n'
+                    '    return word\n')),
     Mistake(cell="merge_word", name="reference import", kind="reference",
             rejected_by=("test_merge_word",),
             source="from course_utils.bpe import merge_word\n"),
@@ -174,6 +203,18 @@ MISTAKES = [
     Mistake(cell="lora_linear", name="LoRA matrices created on the default device", kind="device",
             rejected_by=("test_lora_linear",),
             replace=(("device=w.device, dtype=w.dtype", "dtype=w.dtype"),)),
+    Mistake(cell="lora_linear", name="nn.Parameter(...).to(device, dtype): a plain tensor, not registered, once the dtype changes",
+            kind="dtype", rejected_by=("test_lora_linear",),
+            replace=(("nn.Parameter(torch.randn(rank, base.in_features, device=w.device, dtype=w.dtype) / math.sqrt(base.in_features))",
+                      "nn.Parameter(torch.randn(rank, base.in_features) / math.sqrt(base.in_features)).to(w.device, w.dtype)"),
+                     ("nn.Parameter(torch.zeros(base.out_features, rank, device=w.device, dtype=w.dtype))",
+                      "nn.Parameter(torch.zeros(base.out_features, rank)).to(w.device, w.dtype)"))),
+    Mistake(cell="lora_linear", name="scaling alpha // rank (floor division)", kind="logic",
+            rejected_by=("test_lora_linear",),
+            replace=(("self.scaling = alpha / rank", "self.scaling = alpha // rank"),)),
+    Mistake(cell="lora_linear", name="rank and alpha not stored", kind="structure",
+            rejected_by=("test_lora_linear",),
+            replace=(("self.base, self.rank, self.alpha = base, rank, alpha", "self.base = base"),)),
     Mistake(cell="lora_linear", name="reference import", kind="reference",
             rejected_by=("test_lora_linear",),
             source="from course_utils.lora import LoRALinear\n"),
@@ -184,15 +225,24 @@ MISTAKES = [
 
 # Right answers in other styles than the solution: every test must accept them.
 ACCEPTED = [
-    Accepted(cell="merge_word", name="leftmost occurrence of the best pair, one at a time",
+    Accepted(cell="merge_word", name="tuple slices compared with the best pair",
              source=('def merge_word(symbols, ranks):\n'
-                     '    symbols = list(symbols)\n'
-                     '    while True:\n'
-                     '        candidates = [(ranks[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in ranks]\n'
-                     '        if not candidates:\n'
-                     '            return symbols\n'
-                     '        _, i = min(candidates)\n'
-                     '        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]\n')),
+                     '    word = tuple(symbols)\n'
+                     '    while len(word) > 1:\n'
+                     '        ranked = [(ranks[p], p) for p in zip(word, word[1:]) if p in ranks]\n'
+                     '        if not ranked:\n'
+                     '            break\n'
+                     '        a, b = min(ranked)[1]\n'
+                     '        out, i = [], 0\n'
+                     '        while i < len(word):\n'
+                     '            if word[i:i + 2] == (a, b):\n'
+                     '                out.append(a + b)\n'
+                     '                i += 2\n'
+                     '            else:\n'
+                     '                out.append(word[i])\n'
+                     '                i += 1\n'
+                     '        word = tuple(out)\n'
+                     '    return list(word)\n')),
     Accepted(cell="tokens_to_text", name="bytearray loop",
              source=('def tokens_to_text(tokens):\n'
                      '    inverse = {v: k for k, v in bytes_to_unicode().items()}\n'
@@ -213,6 +263,12 @@ ACCEPTED = [
                      '\n'
                      'def apply_rope(x, cos, sin):\n'
                      '    return (x * cos) + (rotate_half(x) * sin)\n')),
+    Accepted(cell="apply_rope", name="explicit halves with the first half of cos/sin only (the halves are equal)",
+             source=('def apply_rope(x, cos, sin):\n'
+                     '    h = x.shape[-1] // 2\n'
+                     '    c, s = cos[..., :h], sin[..., :h]\n'
+                     '    x1, x2 = x[..., :h], x[..., h:]\n'
+                     '    return torch.cat((x1 * c - x2 * s, x2 * c + x1 * s), dim=-1)\n')),
     Accepted(cell="repeat_kv", name="repeat_interleave",
              source="def repeat_kv(x, n_rep):\n    return x.repeat_interleave(n_rep, dim=1)\n"),
     Accepted(cell="repeat_kv", name="stack copies on a new axis and flatten",
