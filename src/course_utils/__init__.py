@@ -24,6 +24,9 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.llama` -- notebook 11: RMSNorm, SwiGLU, rotate-half RoPE, grouped-query
   attention, a KV cache, a Llama-style decoder and SmolLM2's weights from GGUF.
 - :mod:`course_utils.lora` -- notebook 11: ``LoRALinear``, ``add_lora``, ``merge_lora``.
+- :mod:`course_utils.vit` -- notebook 12: the 8x8 digits, patches, patch embeddings, a ViT.
+- :mod:`course_utils.moe` -- notebook 12: top-k gating, the load-balancing loss, capacity, an
+  MoE feed-forward layer in notebook 10's GPT.
 - :mod:`course_utils.benchmark` -- peak tensor memory and timing for the cost sections.
 
 Instructor tooling (nbgrader, the ``course`` command) lives in :mod:`course_utils.tooling`

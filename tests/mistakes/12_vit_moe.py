@@ -1,0 +1,177 @@
+"""Curated wrong answers of notebook 12 (ViT and mixture of experts); each must be rejected."""
+
+from course_utils.tooling.mistakes import Accepted, Mistake
+
+MISTAKES = [
+    # ---------------------------------------------------------------- patchify
+    Mistake(kind="logic", cell="patchify", name="patch order column-major (rows and columns swapped)",
+            rejected_by=("test_patchify",),
+            replace=(("x = x.permute(0, 2, 4, 1, 3, 5)", "x = x.permute(0, 4, 2, 1, 3, 5)"),)),
+    Mistake(kind="logic", cell="patchify", name="plain reshape without permute",
+            rejected_by=("test_patchify",),
+            source=("def patchify(images, patch_size):\n"
+                    "    B, C, H, W = images.shape\n"
+                    "    p = patch_size\n"
+                    "    return images.reshape(B, (H // p) * (W // p), C * p * p)\n")),
+    Mistake(kind="logic", cell="patchify", name="channel last inside a patch (i, j, c)",
+            rejected_by=("test_patchify",),
+            replace=(("x = x.permute(0, 2, 4, 1, 3, 5)", "x = x.permute(0, 2, 4, 3, 5, 1)"),)),
+    Mistake(kind="logic", cell="patchify", name="patch transposed (column by column inside a patch)",
+            rejected_by=("test_patchify",),
+            replace=(("x = x.permute(0, 2, 4, 1, 3, 5)", "x = x.permute(0, 2, 4, 1, 5, 3)"),)),
+    Mistake(kind="boundary", cell="patchify", name="assumes square images (N = (H/p)^2)",
+            rejected_by=("test_patchify",),
+            replace=(("return x.reshape(B, (H // p) * (W // p), C * p * p)", "return x.reshape(B, (H // p) ** 2, C * p * p)"),)),
+    Mistake(kind="device", cell="patchify", name="loop into torch.zeros without device/dtype",
+            rejected_by=("test_patchify",),
+            source=("def patchify(images, patch_size):\n"
+                    "    B, C, H, W = images.shape\n"
+                    "    p = patch_size\n"
+                    "    out = torch.zeros(B, (H // p) * (W // p), C * p * p)\n"
+                    "    n = 0\n"
+                    "    for r in range(H // p):\n"
+                    "        for c in range(W // p):\n"
+                    "            out[:, n] = images[:, :, r * p:(r + 1) * p, c * p:(c + 1) * p].reshape(B, -1)\n"
+                    "            n += 1\n"
+                    "    return out\n")),
+    Mistake(kind="reference", cell="patchify", name="reference import", rejected_by=("test_patchify",),
+            source="from course_utils.vit import patchify\n"),
+    # ---------------------------------------------------------------- patch_embed
+    Mistake(kind="logic", cell="patch_embed", name="weight not transposed",
+            rejected_by=("test_patch_embed",),
+            replace=(("out = patchify(images, patch_size) @ E.T", "out = patchify(images, patch_size) @ E.reshape(-1, E.size(0))"),)),
+    Mistake(kind="logic", cell="patch_embed", name="weight flattened channel last (d, p, p, C)",
+            rejected_by=("test_patch_embed",),
+            replace=(("E = weight.reshape(weight.size(0), -1)", "E = weight.permute(0, 2, 3, 1).reshape(weight.size(0), -1)"),)),
+    Mistake(kind="argument", cell="patch_embed", name="bias ignored",
+            rejected_by=("test_patch_embed",),
+            replace=(("        out = out + bias\n", "        pass\n"),)),
+    Mistake(kind="boundary", cell="patch_embed", name="bias=None not handled",
+            rejected_by=("test_patch_embed",),
+            replace=(("    if bias is not None:\n        out = out + bias\n", "    out = out + bias\n"),)),
+    Mistake(kind="ban", cell="patch_embed", name="calls the convolution",
+            rejected_by=("test_patch_embed",),
+            source=("def patch_embed(images, weight, bias, patch_size):\n"
+                    "    return F.conv2d(images, weight, bias, stride=patch_size).flatten(2).transpose(1, 2)\n")),
+    Mistake(kind="reference", cell="patch_embed", name="reference import", rejected_by=("test_patch_embed",),
+            source="from course_utils.vit import patch_embed\n"),
+    # ---------------------------------------------------------------- top_k_gating
+    Mistake(kind="logic", cell="top_k_gating", name="softmax over the tokens (dim=0)",
+            rejected_by=("test_top_k_gating",),
+            replace=(("probs = torch.softmax(logits, dim=-1)", "probs = torch.softmax(logits, dim=0)"),)),
+    Mistake(kind="logic", cell="top_k_gating", name="top-k of the logits, then softmax over the k (even without normalize)",
+            rejected_by=("test_top_k_gating",),
+            source=("def top_k_gating(logits, k, normalize=True):\n"
+                    "    top, experts = torch.topk(logits, k, dim=-1)\n"
+                    "    return torch.softmax(top, dim=-1), experts\n")),
+    Mistake(kind="argument", cell="top_k_gating", name="never renormalises (normalize ignored)",
+            rejected_by=("test_top_k_gating",),
+            replace=(("        weights = weights / weights.sum(dim=-1, keepdim=True)\n", "        pass\n"),)),
+    Mistake(kind="argument", cell="top_k_gating", name="k ignored (argmax only)",
+            rejected_by=("test_top_k_gating",),
+            replace=(("weights, experts = torch.topk(probs, k, dim=-1)", "weights, experts = torch.topk(probs, 1, dim=-1)"),)),
+    Mistake(kind="logic", cell="top_k_gating", name="experts sorted by index, weights by size (misaligned)",
+            rejected_by=("test_top_k_gating",),
+            replace=(("weights, experts = torch.topk(probs, k, dim=-1)",
+                      "weights, experts = torch.topk(probs, k, dim=-1)\n    experts = experts.sort(dim=-1).values"),)),
+    Mistake(kind="dtype", cell="top_k_gating", name="softmax of logits.float()",
+            rejected_by=("test_top_k_gating",),
+            replace=(("probs = torch.softmax(logits, dim=-1)", "probs = torch.softmax(logits.float(), dim=-1)"),)),
+    Mistake(kind="autograd", cell="top_k_gating", name="weights detached from the router",
+            rejected_by=("test_top_k_gating",),
+            replace=(("    return weights, experts", "    return weights.detach(), experts"),)),
+    Mistake(kind="reference", cell="top_k_gating", name="reference import", rejected_by=("test_top_k_gating",),
+            source="from course_utils.moe import top_k_gating\n"),
+    # ---------------------------------------------------------------- load_balancing_loss
+    Mistake(kind="logic", cell="load_balancing_loss", name="without the factor E",
+            rejected_by=("test_load_balancing_loss",),
+            replace=(("return E * (f * P).sum()", "return (f * P).sum()"),)),
+    Mistake(kind="logic", cell="load_balancing_loss", name="probabilities for both terms (sum P_i^2)",
+            rejected_by=("test_load_balancing_loss",),
+            replace=(("return E * (f * P).sum()", "return E * (P * P).sum()"),)),
+    Mistake(kind="logic", cell="load_balancing_loss", name="f divided by N, not N k",
+            rejected_by=("test_load_balancing_loss",),
+            replace=(("f = counts / experts.numel()", "f = counts / N"),)),
+    Mistake(kind="boundary", cell="load_balancing_loss", name="bincount without minlength (unused experts)",
+            rejected_by=("test_load_balancing_loss",),
+            replace=(("counts = F.one_hot(experts.reshape(-1), E).to(probs.dtype).sum(dim=0)",
+                      "counts = torch.bincount(experts.reshape(-1)).to(probs.dtype)"),)),
+    Mistake(kind="autograd", cell="load_balancing_loss", name="returns a Python float (.item())",
+            rejected_by=("test_load_balancing_loss",),
+            replace=(("return E * (f * P).sum()", "return E * (f * P).sum().item()"),)),
+    Mistake(kind="device", cell="load_balancing_loss", name="counts in torch.zeros without device",
+            rejected_by=("test_load_balancing_loss",),
+            replace=(("counts = F.one_hot(experts.reshape(-1), E).to(probs.dtype).sum(dim=0)",
+                      "counts = torch.zeros(E, dtype=probs.dtype).index_add(0, experts.reshape(-1), "
+                      "torch.ones(experts.numel(), dtype=probs.dtype))"),)),
+    Mistake(kind="reference", cell="load_balancing_loss", name="reference import", rejected_by=("test_load_balancing_loss",),
+            source="from course_utils.moe import load_balancing_loss\n"),
+    # ---------------------------------------------------------------- capacity_keep
+    Mistake(kind="boundary", cell="capacity_keep", name="capacity off by one (<= capacity)",
+            rejected_by=("test_capacity_keep",),
+            replace=(("return (position < capacity).reshape(k, N).T", "return (position <= capacity).reshape(k, N).T"),)),
+    Mistake(kind="boundary", cell="capacity_keep", name="1-based positions (an exactly full expert drops one)",
+            rejected_by=("test_capacity_keep",),
+            replace=(("position = (onehot.cumsum(dim=0) * onehot).sum(dim=-1) - 1", "position = (onehot.cumsum(dim=0) * onehot).sum(dim=-1)"),)),
+    Mistake(kind="logic", cell="capacity_keep", name="queue in token order (second choices compete with first)",
+            rejected_by=("test_capacity_keep",),
+            replace=(("queue = experts.T.reshape(-1)", "queue = experts.reshape(-1)"),
+                     ("return (position < capacity).reshape(k, N).T", "return (position < capacity).reshape(N, k)"))),
+    Mistake(kind="device", cell="capacity_keep", name="one-hot by comparison with an arange made without device",
+            rejected_by=("test_capacity_keep",),
+            source=("def capacity_keep(experts, n_experts, capacity):\n"
+                    "    N, k = experts.shape\n"
+                    "    queue = experts.T.reshape(-1)\n"
+                    "    onehot = (queue[:, None] == torch.arange(n_experts)).long()\n"
+                    "    position = (onehot.cumsum(0) * onehot).sum(-1) - 1\n"
+                    "    return (position < capacity).reshape(k, N).T\n")),
+    Mistake(kind="reference", cell="capacity_keep", name="reference import", rejected_by=("test_capacity_keep",),
+            source="from course_utils.moe import capacity_keep\n"),
+]
+
+# Right answers in other styles than the solution: every test must accept them.
+ACCEPTED = [
+    Accepted(cell="patchify", name="F.unfold then transpose",
+             source=("def patchify(images, patch_size):\n"
+                     "    return F.unfold(images, patch_size, stride=patch_size).transpose(1, 2)\n")),
+    Accepted(cell="patchify", name="Tensor.unfold twice, permute, reshape",
+             source=("def patchify(images, patch_size):\n"
+                     "    B, C, H, W = images.shape\n"
+                     "    p = patch_size\n"
+                     "    x = images.unfold(2, p, p).unfold(3, p, p)   # (B, C, H/p, W/p, p, p)\n"
+                     "    return x.permute(0, 2, 3, 1, 4, 5).reshape(B, -1, C * p * p)\n")),
+    Accepted(cell="patchify", name="list of patches stacked",
+             source=("def patchify(images, patch_size):\n"
+                     "    B, C, H, W = images.shape\n"
+                     "    p = patch_size\n"
+                     "    patches = [images[:, :, r:r + p, c:c + p].reshape(B, -1)\n"
+                     "               for r in range(0, H, p) for c in range(0, W, p)]\n"
+                     "    return torch.stack(patches, dim=1)\n")),
+    Accepted(cell="patch_embed", name="einsum on patches",
+             source=("def patch_embed(images, weight, bias, patch_size):\n"
+                     "    out = torch.einsum('bnk,dk->bnd', patchify(images, patch_size), weight.flatten(1))\n"
+                     "    return out if bias is None else out + bias\n")),
+    Accepted(cell="patch_embed", name="F.linear with F.unfold",
+             source=("def patch_embed(images, weight, bias, patch_size):\n"
+                     "    cols = F.unfold(images, patch_size, stride=patch_size).transpose(1, 2)\n"
+                     "    return F.linear(cols, weight.flatten(1), bias)\n")),
+    Accepted(cell="top_k_gating", name="softmax over the selected logits when normalising (Mixtral)",
+             source=("def top_k_gating(logits, k, normalize=True):\n"
+                     "    top_logits, experts = logits.topk(k, dim=-1)\n"
+                     "    if normalize:\n"
+                     "        return top_logits.softmax(dim=-1), experts\n"
+                     "    return logits.softmax(dim=-1).gather(-1, experts), experts\n")),
+    Accepted(cell="load_balancing_loss", name="bincount with minlength",
+             source=("def load_balancing_loss(probs, experts):\n"
+                     "    E = probs.size(1)\n"
+                     "    f = torch.bincount(experts.flatten(), minlength=E).to(probs.dtype) / experts.numel()\n"
+                     "    return E * torch.dot(f, probs.mean(0))\n")),
+    Accepted(cell="capacity_keep", name="scatter of ranks per expert, loop over experts",
+             source=("def capacity_keep(experts, n_experts, capacity):\n"
+                     "    queue = experts.t().flatten()\n"
+                     "    keep = torch.zeros_like(queue, dtype=torch.bool)\n"
+                     "    for e in range(n_experts):\n"
+                     "        where = (queue == e).nonzero().flatten()\n"
+                     "        keep[where[:capacity]] = True\n"
+                     "    return keep.view(experts.size(1), experts.size(0)).t()\n")),
+]
