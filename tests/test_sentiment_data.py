@@ -80,3 +80,52 @@ def test_sentiment_batches_cover_the_split_once(data):
     assert ids.shape == real.shape and ids.shape[0] == y.shape[0] == 64
     first = list(sentiment_batches(data["test"], vocab, 64, seed=3))[0][0]
     assert torch.equal(first, ids)
+
+
+# --------------------------------------------------------------------------- unseen words (notebook 09)
+def test_unseen_words_never_occur_in_labelled_data():
+    from course_utils.sentiment_data import (UNSEEN_NEGATIVE_ADJ, UNSEEN_POSITIVE_ADJ, UNSEEN_VERBS,
+                                             labelled_vocabulary, make_unseen_words)
+
+    labelled = {w for seed in (0, 1) for split in make_sentiment(n_train=2000, n_test=300, n_contrast=300, seed=seed).values()
+                for t in split["text"] for w in t.split()}
+    assert labelled <= labelled_vocabulary()
+    unseen_lexicon = set(UNSEEN_POSITIVE_ADJ + UNSEEN_NEGATIVE_ADJ) | {w for b, p, _ in UNSEEN_VERBS for w in (b, p)}
+    assert not unseen_lexicon & labelled
+    ds = make_unseen_words(400, seed=1)
+    assert len(ds) == 400 and len(set(ds["text"])) == 400
+    assert sum(ds["label"]) == 200 and ds["template"].count("paraphrase") == 200
+    for text in ds["text"]:
+        assert set(text.split()) - labelled, text          # every sentence has a word the labels never show
+    assert make_unseen_words(400, seed=1)["text"] == ds["text"]
+
+
+def test_unseen_words_labels_follow_the_words():
+    from course_utils.sentiment_data import UNSEEN_NEGATIVE_ADJ, UNSEEN_POSITIVE_ADJ, make_unseen_words
+
+    ds = make_unseen_words(200, seed=3)
+    for text, label in zip(ds["text"], ds["label"]):
+        words = text.split()
+        negated = "not" in words or "far" in words or "hardly" in words or "wouldn't" in words
+        if words[-1] in UNSEEN_POSITIVE_ADJ:
+            assert label == (0 if negated else 1), text
+        if words[-1] in UNSEEN_NEGATIVE_ADJ:
+            assert label == (1 if negated else 0), text
+
+
+def test_reviews_are_unlabelled_one_polarity_and_avoid_a_split():
+    from course_utils.sentiment_data import (UNSEEN_NEGATIVE_ADJ, UNSEEN_POSITIVE_ADJ, make_reviews,
+                                             make_unseen_words)
+
+    unseen = make_unseen_words(200, seed=1)
+    reviews = make_reviews(300, seed=2, avoid=unseen["text"])
+    assert reviews.column_names == ["text"] and len(reviews) == 300
+    sentences = {s.strip() for r in reviews["text"] for s in r.split(" .") if s.strip()}
+    assert not sentences & set(unseen["text"])
+    words = {w for r in reviews["text"] for w in r.split()}
+    assert set(UNSEEN_POSITIVE_ADJ + UNSEEN_NEGATIVE_ADJ) <= words and {"great", "boring"} <= words
+    for review in reviews["text"]:   # plain "was <adj>" sentences of one review agree in polarity
+        plain = [s.split()[-1] for s in review.split(" .") if " was " in s and not any(
+            m in s for m in (" not ", " far ", " hardly "))]
+        pol = {w in UNSEEN_POSITIVE_ADJ + ("good", "great", "fun", "brilliant", "charming", "moving") for w in plain}
+        assert len(pol) <= 1, review

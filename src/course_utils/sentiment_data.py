@@ -20,6 +20,13 @@ decides::
 :class:`WordVocab` maps words to ids (``[PAD]`` = 0, ``[UNK]``, ``[CLS]``, ``[SEP]``,
 ``[MASK]``); :func:`sentiment_batches` gives padded tensors. :func:`load_imdb` is the real
 (online) alternative; it is never used by tests.
+
+Where pretraining should help (notebook 09): :func:`make_unseen_words` draws labelled sentences
+whose sentiment is carried by words that :func:`make_sentiment` **never** uses -- synonyms
+("superb", "dreadful", "despised") and paraphrases ("i wouldn't call it good", "far from
+great") -- and :func:`make_reviews` draws *unlabelled* multi-sentence reviews, each of one
+polarity, in which the seen and the unseen words occur together (a pretraining corpus: the
+words may be learnt from it, their labels may not).
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ __all__ = [
     "PAD", "UNK", "CLS", "SEP", "MASK", "SPECIALS",
     "TEMPLATES", "make_sentiment", "WordVocab", "encode_texts", "sentiment_batches",
     "bag_of_words_accuracy", "load_imdb",
+    "UNSEEN_POSITIVE_ADJ", "UNSEEN_NEGATIVE_ADJ", "UNSEEN_VERBS", "UNSEEN_TEMPLATES",
+    "make_unseen_words", "make_reviews", "labelled_vocabulary",
 ]
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -258,6 +267,92 @@ def bag_of_words_accuracy(train: Dataset, evaluate: Dataset, *, epochs: int = 20
     with torch.no_grad():
         pred = (counts(evaluate["text"]) @ w + b > 0).long()
     return float((pred == torch.tensor(evaluate["label"])).float().mean())
+
+
+# --------------------------------------------------------------------------- unseen words
+UNSEEN_POSITIVE_ADJ = ("superb", "wonderful", "excellent", "delightful", "splendid", "marvellous")
+UNSEEN_NEGATIVE_ADJ = ("dreadful", "horrible", "dismal", "tedious", "mediocre", "atrocious")
+UNSEEN_VERBS = (
+    ("cherish", "cherished", 1), ("admire", "admired", 1), ("treasure", "treasured", 1),
+    ("despise", "despised", 0), ("detest", "detested", 0), ("abhor", "abhorred", 0),
+)
+UNSEEN_TEMPLATES = ("synonym", "paraphrase")
+_PARAPHRASES = ("i wouldn't call {obj} {adj}", "{obj} was far from {adj}", "{obj} was hardly {adj}")
+
+
+def labelled_vocabulary() -> set[str]:
+    """Every word :func:`make_sentiment` can produce, whatever its sizes and seed."""
+    words = {w for group in (SUBJECTS, OBJECTS, POSITIVE_ADJ, NEGATIVE_ADJ, EXPECT) for item in group for w in item.split()}
+    words |= {w for base, past, _ in VERBS for w in (base, past)}
+    return words | {"did", "not", "was", "at", "all", ",", "it", "that", "would"}
+
+
+def _unseen_sentence(rng: random.Random, template: str, polarity: int, *, seen_ok: bool = False) -> str:
+    """One sentence of ``polarity``; with ``seen_ok`` it may also use the labelled lexicon."""
+    pos = UNSEEN_POSITIVE_ADJ + (POSITIVE_ADJ if seen_ok else ())
+    neg = UNSEEN_NEGATIVE_ADJ + (NEGATIVE_ADJ if seen_ok else ())
+    verbs = UNSEEN_VERBS + (VERBS if seen_ok else ())
+    obj = rng.choice(OBJECTS)
+    if template == "paraphrase":   # a negating construction the labelled data never uses
+        adj = rng.choice(UNSEEN_NEGATIVE_ADJ + NEGATIVE_ADJ if polarity else UNSEEN_POSITIVE_ADJ + POSITIVE_ADJ)
+        return rng.choice(_PARAPHRASES).format(obj=obj, adj=adj)
+    form = rng.randrange(4)
+    if form == 0:
+        return f"{obj} was {rng.choice(pos if polarity else neg)}"
+    if form == 1:
+        return f"{obj} was not {rng.choice(neg if polarity else pos)}"
+    base, past, pol = rng.choice([v for v in verbs if v[2] == polarity] if form == 2 else
+                                 [v for v in verbs if v[2] != polarity])
+    s = rng.choice(SUBJECTS)
+    return f"{s} {past} {obj}" if form == 2 else f"{s} did not {base} {obj}"
+
+
+def make_unseen_words(n: int = 500, *, seed: int = 1) -> Dataset:
+    """``n`` distinct labelled sentences (columns ``text``, ``label``, ``template``) whose sentiment
+    words never occur in :func:`make_sentiment`'s output.
+
+    ``synonym``: the labelled templates with unseen adjectives and verbs ("the film was superb",
+    "she did not despise it"); ``paraphrase``: unseen negating constructions around any adjective
+    ("i wouldn't call the film good", "the play was far from superb"). Every sentence has at least
+    one word outside :func:`labelled_vocabulary`, and its label depends on such a word.
+    Balanced labels, half of each template (``n`` rounded down to a multiple of 4).
+    """
+    rng = random.Random(seed)
+    rows: dict[str, list] = {"text": [], "label": [], "template": []}
+    seen: set[str] = set()
+    for i in range(n - n % 4):
+        template, label = UNSEEN_TEMPLATES[i % 2], (i // 2) % 2
+        for _ in range(1000):
+            text = _unseen_sentence(rng, template, label)
+            if text not in seen:
+                break
+        else:
+            raise ValueError("could not draw enough distinct sentences; ask for fewer")
+        seen.add(text)
+        rows["text"].append(text)
+        rows["label"].append(label)
+        rows["template"].append(template)
+    return Dataset.from_dict(rows)
+
+
+def make_reviews(n: int = 2000, *, seed: int = 2, sentences: tuple[int, int] = (3, 5),
+                 avoid: Iterable[str] = ()) -> Dataset:
+    """``n`` unlabelled reviews (column ``text``): each joins 3 to 5 sentences of ONE polarity, mixing
+    the labelled lexicon with the unseen synonyms and paraphrases, so that "superb" keeps company with
+    "great" and "loved". Sentences in ``avoid`` (e.g. an evaluation split) are never used."""
+    rng = random.Random(seed)
+    avoid = set(avoid)
+    texts = []
+    while len(texts) < n:
+        polarity = rng.randrange(2)
+        parts: list[str] = []
+        while len(parts) < rng.randint(*sentences):
+            template = rng.choice(("synonym", "synonym", "paraphrase"))
+            text = _unseen_sentence(rng, template, polarity, seen_ok=True)
+            if text not in avoid:
+                parts.append(text)
+        texts.append(" . ".join(parts) + " .")
+    return Dataset.from_dict({"text": texts})
 
 
 def load_imdb(split: str = "train", n: int | None = None) -> Dataset:  # pragma: no cover - needs the hub
