@@ -29,9 +29,10 @@ pytestmark = pytest.mark.slow
 
 A = "00_welcome"
 TEST = "test_count_parameters"
-# the looping student costs this much per run; COURSE_TEST_CELL_TIMEOUT raises it on a loaded machine,
-# where a cell importing torch can take longer
-CELL_TIMEOUT = os.environ.get("COURSE_TEST_CELL_TIMEOUT", "8")
+# the looping student costs this much per run. Every other cell must finish well within it: at 8 s a
+# clean-clone CI on a busy 2-core machine timed out cells importing torch, and the students whose cells
+# were interrupted came back as needing manual grading. COURSE_TEST_CELL_TIMEOUT overrides it.
+CELL_TIMEOUT = os.environ.get("COURSE_TEST_CELL_TIMEOUT", "20")
 
 # student -> (expected score of the test cell, or "FAILED", and words the report must show)
 EXPECTED = {
