@@ -55,6 +55,35 @@ MISTAKES = [
                     "    return F.conv2d(images, weight, bias, stride=patch_size).flatten(2).transpose(1, 2)\n")),
     Mistake(kind="reference", cell="patch_embed", name="reference import", rejected_by=("test_patch_embed",),
             source="from course_utils.vit import patch_embed\n"),
+    # found by the red team: a zero bias for bias=None made on the CPU, or in the default dtype
+    Mistake(kind="device", cell="patch_embed", name="bias=None replaced by torch.zeros(d) without device",
+            rejected_by=("test_patch_embed",),
+            source=("def patch_embed(images, weight, bias, patch_size):\n"
+                    "    if bias is None:\n"
+                    "        bias = torch.zeros(weight.size(0))\n"
+                    "    return patchify(images, patch_size) @ weight.flatten(1).T + bias\n")),
+    Mistake(kind="dtype", cell="patch_embed", name="bias=None replaced by torch.zeros(d, device=...) without dtype",
+            rejected_by=("test_patch_embed",),
+            source=("def patch_embed(images, weight, bias, patch_size):\n"
+                    "    if bias is None:\n"
+                    "        bias = torch.zeros(weight.shape[0], device=images.device)\n"
+                    "    return patchify(images, patch_size) @ weight.flatten(1).T + bias\n")),
+    Mistake(kind="ban", cell="patch_embed", name="1 x 1 conv1d over the patches",
+            rejected_by=("test_patch_embed",),
+            source=("def patch_embed(images, weight, bias, patch_size):\n"
+                    "    patches = patchify(images, patch_size).transpose(1, 2)        # (B, C p p, N)\n"
+                    "    return F.conv1d(patches, weight.flatten(1).unsqueeze(-1), bias).transpose(1, 2)\n")),
+    Mistake(kind="ban", cell="patch_embed", name="conv3d with a depth-1 kernel",
+            rejected_by=("test_patch_embed",),
+            source=("def patch_embed(images, weight, bias, patch_size):\n"
+                    "    out = F.conv3d(images.unsqueeze(2), weight.unsqueeze(2), bias, stride=(1, patch_size, patch_size))\n"
+                    "    return out.flatten(2).transpose(1, 2)\n")),
+    Mistake(kind="reference", cell="patch_embed", name="uses the course's patchify (lib_patchify from the figure cell)",
+            rejected_by=("test_patch_embed",),
+            source=("def patch_embed(images, weight, bias, patch_size):\n"
+                    "    from course_utils.vit import patchify as lib_patchify\n"
+                    "    out = lib_patchify(images, patch_size) @ weight.flatten(1).T\n"
+                    "    return out if bias is None else out + bias\n")),
     # ---------------------------------------------------------------- top_k_gating
     Mistake(kind="logic", cell="top_k_gating", name="softmax over the tokens (dim=0)",
             rejected_by=("test_top_k_gating",),
@@ -140,6 +169,15 @@ ACCEPTED = [
                      "    p = patch_size\n"
                      "    x = images.unfold(2, p, p).unfold(3, p, p)   # (B, C, H/p, W/p, p, p)\n"
                      "    return x.permute(0, 2, 3, 1, 4, 5).reshape(B, -1, C * p * p)\n")),
+    Accepted(cell="patchify", name="nested Python loop over the patches (the prose only says a loop is not needed)",
+             source=("def patchify(images, patch_size):\n"
+                     "    B, C, H, W = images.shape\n"
+                     "    p = patch_size\n"
+                     "    out = []\n"
+                     "    for r in range(H // p):\n"
+                     "        for c in range(W // p):\n"
+                     "            out.append(images[:, :, r * p:(r + 1) * p, c * p:(c + 1) * p].reshape(B, -1))\n"
+                     "    return torch.stack(out, dim=1)\n")),
     Accepted(cell="patchify", name="list of patches stacked",
              source=("def patchify(images, patch_size):\n"
                      "    B, C, H, W = images.shape\n"
