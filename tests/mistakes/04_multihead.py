@@ -248,6 +248,129 @@ def load_torch_weights(ours: nn.Module, torch_mha: nn.MultiheadAttention) -> nn.
 '''),
 ]
 
+# Found by the second blind red team (it read only the release notebook); each kept full marks until the hidden
+# tests gained device/dtype and gradient checks for split/merge, very large scores and float16 for the layer,
+# the int type for bias=False, and snapshot / identity / dtype / requires_grad checks for the loader.
+MISTAKES += [
+    Mistake(cell="split_heads", name="loop into torch.zeros without device or dtype", kind="device", rejected_by=("test_split_heads",),
+            source='''def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, T, d) -> (B, n_heads, T, d // n_heads); head i gets features [i*d_k, (i+1)*d_k)."""
+    B, T, d = x.shape
+    if d % n_heads != 0:
+        raise ValueError("d must be divisible by n_heads")
+    d_k = d // n_heads
+    out = torch.zeros(B, n_heads, T, d_k)
+    for i in range(n_heads):
+        out[:, i] = x[:, :, i * d_k:(i + 1) * d_k]
+    return out
+'''),
+    Mistake(cell="split_heads", name="works on x.detach()", kind="autograd", rejected_by=("test_split_heads",),
+            replace=(("return x.view(B, T, n_heads, d_k).transpose(1, 2)", "return x.detach().view(B, T, n_heads, d_k).transpose(1, 2)"),)),
+    Mistake(cell="merge_heads", name="loop into torch.empty with dtype but no device", kind="device", rejected_by=("test_merge_heads",),
+            source='''def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(B, h, T, d_k) -> (B, T, h * d_k), the inverse of split_heads."""
+    B, h, T, d_k = x.shape
+    out = torch.empty(B, T, h * d_k, dtype=x.dtype)
+    for i in range(h):
+        out[:, :, i * d_k:(i + 1) * d_k] = x[:, i]
+    return out
+'''),
+    Mistake(cell="merge_heads", name="detach() before the reshape", kind="autograd", rejected_by=("test_merge_heads",),
+            replace=(("return x.transpose(1, 2).reshape(B, T, h * d_k)", "return x.detach().transpose(1, 2).reshape(B, T, h * d_k)"),)),
+    Mistake(cell="multi_head_attention", name="masked with -1e9 (overflows float16)", kind="dtype", rejected_by=("test_multi_head_attention",),
+            replace=(('float("-inf")', "-1e9"),)),
+    Mistake(cell="multi_head_attention", name="hand-written softmax without subtracting the max", kind="boundary",
+            rejected_by=("test_multi_head_attention",),
+            source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
+    q = split_heads(x_q @ W_q, n_heads)
+    k = split_heads(x_kv @ W_k, n_heads)
+    v = split_heads(x_kv @ W_v, n_heads)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    e = scores.exp()
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return merge_heads(weights @ v) @ W_o, weights
+'''),
+    Mistake(cell="multi_head_attention", name="mask applied after the softmax, then renormalised", kind="boundary",
+            rejected_by=("test_multi_head_attention",),
+            source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
+    q = split_heads(x_q @ W_q, n_heads)
+    k = split_heads(x_kv @ W_k, n_heads)
+    v = split_heads(x_kv @ W_v, n_heads)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)
+    if mask is not None:
+        weights = weights * mask
+        weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-12)
+    return merge_heads(weights @ v) @ W_o, weights
+'''),
+    Mistake(cell="multi_head_attention", name="PyTorch's F.multi_head_attention_forward", kind="ban", rejected_by=("test_multi_head_attention",),
+            source='''import torch.nn.functional as F
+
+
+def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
+    B, T_q, d = x_q.shape
+    T_k = x_kv.size(1)
+    attn_mask = None
+    if mask is not None:
+        attn_mask = ~mask.expand(B, n_heads, T_q, T_k).reshape(B * n_heads, T_q, T_k)
+    out, weights = F.multi_head_attention_forward(
+        x_q.transpose(0, 1), x_kv.transpose(0, 1), x_kv.transpose(0, 1), d, n_heads,
+        None, None, None, None, False, 0.0, W_o.T, None, training=False, need_weights=True,
+        attn_mask=attn_mask, use_separate_proj_weight=True, q_proj_weight=W_q.T, k_proj_weight=W_k.T,
+        v_proj_weight=W_v.T, average_attn_weights=False)
+    return out.transpose(0, 1), weights
+'''),
+    Mistake(cell="mha_parameter_count", name="returns a float when bias=False", kind="structure", rejected_by=("test_mha_parameter_count",),
+            source='''def mha_parameter_count(d_model: int, n_heads: int, bias: bool = True) -> int:
+    """Parameters of multi-head attention with d_k = d_v = d_model / n_heads."""
+    if d_model % n_heads != 0:
+        raise ValueError("d_model must be divisible by n_heads")
+    d_k = d_model / n_heads
+    weights = 4 * d_model * n_heads * d_k
+    if bias:
+        return int(weights + 3 * n_heads * d_k + d_model)
+    return weights
+'''),
+    Mistake(cell="load_torch_weights", name="copy_ in the wrong direction (overwrites torch_mha)", kind="logic",
+            rejected_by=("test_load_torch_weights",),
+            replace=(("            layer.weight.copy_(w)\n            layer.bias.copy_(b)\n",
+                      "            w.copy_(layer.weight)\n            b.copy_(layer.bias)\n"),
+                     ("        ours.out_proj.weight.copy_(torch_mha.out_proj.weight)\n        ours.out_proj.bias.copy_(torch_mha.out_proj.bias)\n",
+                      "        torch_mha.out_proj.weight.copy_(ours.out_proj.weight)\n        torch_mha.out_proj.bias.copy_(ours.out_proj.bias)\n"))),
+    Mistake(cell="load_torch_weights", name="turns requires_grad off to allow copy_, never back on", kind="autograd",
+            rejected_by=("test_load_torch_weights",),
+            source='''def load_torch_weights(ours: nn.Module, torch_mha: nn.MultiheadAttention) -> nn.Module:
+    """Copy nn.MultiheadAttention's weights into q_proj, k_proj, v_proj, out_proj; return ours."""
+    for p in ours.parameters():
+        p.requires_grad_(False)
+    W_q, W_k, W_v = torch_mha.in_proj_weight.detach().chunk(3)
+    b_q, b_k, b_v = torch_mha.in_proj_bias.detach().chunk(3)
+    ours.q_proj.weight.copy_(W_q); ours.q_proj.bias.copy_(b_q)
+    ours.k_proj.weight.copy_(W_k); ours.k_proj.bias.copy_(b_k)
+    ours.v_proj.weight.copy_(W_v); ours.v_proj.bias.copy_(b_v)
+    ours.out_proj.weight.copy_(torch_mha.out_proj.weight.detach())
+    ours.out_proj.bias.copy_(torch_mha.out_proj.bias.detach())
+    return ours
+'''),
+    Mistake(cell="load_torch_weights", name="replaces the parameters with new nn.Parameter clones", kind="structure",
+            rejected_by=("test_load_torch_weights",),
+            source='''def load_torch_weights(ours: nn.Module, torch_mha: nn.MultiheadAttention) -> nn.Module:
+    """Copy nn.MultiheadAttention's weights into q_proj, k_proj, v_proj, out_proj; return ours."""
+    W_q, W_k, W_v = torch_mha.in_proj_weight.detach().clone().chunk(3)
+    b_q, b_k, b_v = torch_mha.in_proj_bias.detach().clone().chunk(3)
+    ours.q_proj.weight, ours.q_proj.bias = nn.Parameter(W_q), nn.Parameter(b_q)
+    ours.k_proj.weight, ours.k_proj.bias = nn.Parameter(W_k), nn.Parameter(b_k)
+    ours.v_proj.weight, ours.v_proj.bias = nn.Parameter(W_v), nn.Parameter(b_v)
+    ours.out_proj.weight = nn.Parameter(torch_mha.out_proj.weight.detach().clone())
+    ours.out_proj.bias = nn.Parameter(torch_mha.out_proj.bias.detach().clone())
+    return ours
+'''),
+]
+
 # Right answers in other styles than the solution (the blind red team's); every test must accept them.
 ACCEPTED = [
     Accepted(cell="split_heads", name="stack of chunks", source='''def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -336,6 +459,102 @@ ACCEPTED = [
     with torch.no_grad():
         for key, value in mapped.items():
             ours.get_parameter(key).copy_(value)
+    return ours
+'''),
+]
+
+# The second red team's right answers (and two written against the new hidden tests): they guard the
+# device/dtype, gradient, large-score, float16 and loader checks against over-tightening.
+ACCEPTED += [
+    Accepted(cell="split_heads", name="loop over heads into x.new_empty", source='''def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, T, d) -> (B, n_heads, T, d // n_heads); head i gets features [i*d_k, (i+1)*d_k)."""
+    B, T, d = x.shape
+    if d % n_heads != 0:
+        raise ValueError("d must be divisible by n_heads")
+    d_k = d // n_heads
+    out = x.new_empty(B, n_heads, T, d_k)
+    for i in range(n_heads):
+        out[:, i] = x[:, :, i * d_k:(i + 1) * d_k]
+    return out
+'''),
+    Accepted(cell="split_heads", name="unfold the feature axis into non-overlapping blocks", source='''def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, T, d) -> (B, n_heads, T, d // n_heads); head i gets features [i*d_k, (i+1)*d_k)."""
+    d = x.size(-1)
+    if d % n_heads != 0:
+        raise ValueError(f"d = {d} is not divisible by n_heads = {n_heads}")
+    d_k = d // n_heads
+    return x.unfold(-1, d_k, d_k).transpose(1, 2)
+'''),
+    Accepted(cell="merge_heads", name="loop of slice assignments into x.new_zeros", source='''def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(B, h, T, d_k) -> (B, T, h * d_k), the inverse of split_heads."""
+    B, h, T, d_k = x.shape
+    out = x.new_zeros(B, T, h * d_k)
+    for i in range(h):
+        out[:, :, i * d_k:(i + 1) * d_k] = x[:, i]
+    return out
+'''),
+    Accepted(cell="multi_head_attention", name="hand-written softmax that subtracts the row maximum", source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
+    q = split_heads(x_q @ W_q, n_heads)
+    k = split_heads(x_kv @ W_k, n_heads)
+    v = split_heads(x_kv @ W_v, n_heads)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return merge_heads(weights @ v) @ W_o, weights
+'''),
+    Accepted(cell="multi_head_attention", name="einsum with per-head weight views", source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
+    d = W_q.shape[0]
+    d_k = W_q.shape[1] // n_heads
+    q = torch.einsum("btd,dhk->bhtk", x_q, W_q.view(d, n_heads, d_k))
+    k = torch.einsum("btd,dhk->bhtk", x_kv, W_k.view(d, n_heads, d_k))
+    v = torch.einsum("btd,dhk->bhtk", x_kv, W_v.view(d, n_heads, d_k))
+    scores = torch.einsum("bhqk,bhsk->bhqs", q, k) * d_k ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    out = torch.einsum("bhqs,bhsk->bhqk", weights, v)
+    return torch.einsum("bhqk,hkd->bqd", out, W_o.view(n_heads, d_k, -1)), weights
+'''),
+    Accepted(cell="multi_head_attention", name="loop over heads with the course's attention", source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
+    from course_utils.attention import scaled_dot_product_attention
+    d_k = W_q.size(1) // n_heads
+    outs, ws = [], []
+    for i in range(n_heads):
+        cols = slice(i * d_k, (i + 1) * d_k)
+        m = None
+        if mask is not None:
+            m = mask.expand(x_q.size(0), n_heads, x_q.size(1), x_kv.size(1))[:, i]
+        o, w = scaled_dot_product_attention(x_q @ W_q[:, cols], x_kv @ W_k[:, cols], x_kv @ W_v[:, cols], m)
+        outs.append(o)
+        ws.append(w)
+    return torch.cat(outs, dim=-1) @ W_o, torch.stack(ws, dim=1)
+'''),
+    Accepted(cell="load_torch_weights", name="load_state_dict from a rebuilt dictionary", source='''def load_torch_weights(ours: nn.Module, torch_mha: nn.MultiheadAttention) -> nn.Module:
+    """Copy nn.MultiheadAttention's weights into q_proj, k_proj, v_proj, out_proj; return ours."""
+    W = torch_mha.in_proj_weight.detach().chunk(3)
+    b = torch_mha.in_proj_bias.detach().chunk(3)
+    state = {}
+    for name, w_i, b_i in zip(("q_proj", "k_proj", "v_proj"), W, b):
+        state[f"{name}.weight"] = w_i
+        state[f"{name}.bias"] = b_i
+    state["out_proj.weight"] = torch_mha.out_proj.weight.detach()
+    state["out_proj.bias"] = torch_mha.out_proj.bias.detach()
+    ours.load_state_dict(state)
+    return ours
+'''),
+    Accepted(cell="load_torch_weights", name=".data.copy_ without no_grad", source='''def load_torch_weights(ours: nn.Module, torch_mha: nn.MultiheadAttention) -> nn.Module:
+    """Copy nn.MultiheadAttention's weights into q_proj, k_proj, v_proj, out_proj; return ours."""
+    d = torch_mha.embed_dim
+    for i, proj in enumerate((ours.q_proj, ours.k_proj, ours.v_proj)):
+        proj.weight.data.copy_(torch_mha.in_proj_weight.data[i * d:(i + 1) * d])
+        proj.bias.data.copy_(torch_mha.in_proj_bias.data[i * d:(i + 1) * d])
+    ours.out_proj.weight.data.copy_(torch_mha.out_proj.weight.data)
+    ours.out_proj.bias.data.copy_(torch_mha.out_proj.bias.data)
     return ours
 '''),
 ]
