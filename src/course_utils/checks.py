@@ -68,8 +68,13 @@ def check_type(got: Any, expected_type: type | tuple[type, ...], name: str, hint
         else expected_type.__name__
     )
     if got is None:
-        _fail(f"{name} is None, but should be a {names}. Did you forget a `return`?", hint)
-    _fail(f"{name} should be a {names}, but is a {type(got).__name__}.", hint)
+        _fail(f"{name} is None, but should be {_a(names)}. Did you forget a `return`?", hint)
+    _fail(f"{name} should be {_a(names)}, but is {_a(type(got).__name__)}.", hint)
+
+
+def _a(noun: str) -> str:
+    """``int`` -> ``an int``, ``Tensor`` -> ``a Tensor``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
