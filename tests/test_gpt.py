@@ -216,6 +216,17 @@ def test_top_p_filter_exact():
     assert torch.equal(top_p_filter(z, 1.0), z)
 
 
+def test_top_p_zero_keeps_the_most_likely_token():
+    z = torch.tensor([[0.3, 2.0, -1.0], [5.0, 1.0, 4.0]])
+    expected = torch.tensor([[-INF, 2.0, -INF], [5.0, -INF, -INF]])
+    assert torch.equal(top_p_filter(z, 0.0), expected)            # p = 0: only the top token, never all -inf
+    assert torch.equal(top_p_filter(z, -0.5), expected)
+    m = small_model(seed=3)
+    prompt = torch.randint(0, 31, (2, 4))
+    sampled = generate(m, prompt, 6, temperature=1.0, top_p=0.0, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(sampled, generate(m, prompt, 6, temperature=0))  # top_p = 0 samples the argmax: greedy
+
+
 def test_top_p_matches_sorted_definition_on_random_logits():
     torch.manual_seed(0)
     z = 2 * torch.randn(50, 40)

@@ -240,13 +240,15 @@ def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
 
 def top_p_filter(logits: torch.Tensor, p: float | None) -> torch.Tensor:
     """Nucleus filter: keep the smallest set of most likely tokens whose probabilities add up to
-    at least ``p`` (the token that crosses ``p`` is kept, and so always the most likely one)."""
+    at least ``p`` (the token that crosses ``p`` is kept). ``p >= 1`` (or None) filters nothing;
+    the most likely token is always kept, even for ``p <= 0`` (then only it can be drawn)."""
     if p is None or p >= 1.0:
         return logits
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
     probs = torch.softmax(sorted_logits, dim=-1)
     mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
     drop_sorted = mass_before >= p  # already reached p without this token
+    drop_sorted[..., 0] = False  # the most likely token stays, even for p <= 0 (else all -inf)
     drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
     return logits.masked_fill(drop, float("-inf"))
 

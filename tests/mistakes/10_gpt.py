@@ -303,3 +303,153 @@ ACCEPTED = [
              source=('def last_token_pool(hidden, lengths):\n'
                     '    return hidden[range(len(lengths)), lengths - 1]\n')),
 ]
+
+# Escapes of the second blind red team (issue 14 round 2): each kept full marks before the tests were strengthened.
+_INIT_BODY = ('        for m in model.modules():\n'
+              '            if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+              '                m.weight.normal_(0.0, 0.02)\n'
+              '                if getattr(m, "bias", None) is not None:\n'
+              '                    m.bias.zero_()\n')
+_INIT_RESIDUAL = ('        std = 0.02 / math.sqrt(2 * len(model.blocks))\n'
+                  '        for block in model.blocks:\n'
+                  '            block.attn.proj.weight.normal_(0.0, std)\n'
+                  '            block.ffn.fc2.weight.normal_(0.0, std)\n'
+                  '    model.lm_head.weight = model.wte.weight\n'
+                  '    return model\n')
+MISTAKES += [
+    Mistake(cell='next_token_batch', name="starts.unsqueeze_(1) changes the caller's starts", kind='structure',
+            rejected_by=('test_next_token_batch',),
+            replace=(("positions = starts[:, None] + offsets", "positions = starts.unsqueeze_(1) + offsets"),)),
+    Mistake(cell='next_token_batch', name='returns a list [x, y] instead of a tuple', kind='structure',
+            rejected_by=('test_next_token_batch',),
+            replace=(("return x, y", "return [x, y]"),)),
+    Mistake(cell='init_gpt2', name="every parameter named 'bias' zeroed (LayerNorm biases too)", kind='argument',
+            rejected_by=('test_init_gpt2',),
+            source=('def init_gpt2_(model):\n'
+                    '    n_layer = len(model.blocks)\n'
+                    '    with torch.no_grad():\n'
+                    '        for name, p in model.named_parameters():\n'
+                    '            if name.endswith("bias"):\n'
+                    '                p.zero_()\n'
+                    '            elif p.dim() >= 2:\n'
+                    '                residual = name.endswith(("attn.proj.weight", "ffn.fc2.weight"))\n'
+                    '                p.normal_(0.0, 0.02 / math.sqrt(2 * n_layer) if residual else 0.02)\n'
+                    '    model.lm_head.weight = model.wte.weight\n'
+                    '    return model\n')),
+    Mistake(cell='init_gpt2', name='LayerNorms reset to ones/zeros instead of left alone', kind='argument',
+            rejected_by=('test_init_gpt2',),
+            source=('def init_gpt2_(model):\n'
+                    '    with torch.no_grad():\n'
+                    + _INIT_BODY +
+                    '            elif m.__class__.__name__ == "LayerNorm":\n'
+                    '                m.weight.fill_(1.0)\n'
+                    '                m.bias.zero_()\n'
+                    + _INIT_RESIDUAL)),
+    Mistake(cell='init_gpt2', name='reseeds the global RNG inside (torch.manual_seed(0))', kind='statistics',
+            rejected_by=('test_init_gpt2',),
+            source=('def init_gpt2_(model):\n'
+                    '    torch.manual_seed(0)\n'
+                    '    with torch.no_grad():\n'
+                    + _INIT_BODY + _INIT_RESIDUAL)),
+    Mistake(cell='init_gpt2', name='model.requires_grad_(False) for the in-place init, never undone', kind='autograd',
+            rejected_by=('test_init_gpt2',),
+            source=('def init_gpt2_(model):\n'
+                    '    model.requires_grad_(False)\n'
+                    '    if True:\n'
+                    + _INIT_BODY + _INIT_RESIDUAL)),
+    Mistake(cell='top_k_filter', name='detach().clone(), then -inf written in', kind='autograd',
+            rejected_by=('test_top_k_filter',),
+            source=('def top_k_filter(logits, k):\n'
+                    '    out = logits.detach().clone()\n'
+                    '    kth = torch.topk(out, k).values[..., -1:]\n'
+                    '    out[out < kth] = float("-inf")\n'
+                    '    return out\n')),
+    Mistake(cell='top_p_filter', name='logits detached first (sampling needs no gradient)', kind='autograd',
+            rejected_by=('test_top_p_filter',),
+            replace=(("    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)\n",
+                      "    logits = logits.detach()\n    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)\n"),)),
+    Mistake(cell='cached_attention_step', name='whole step under torch.no_grad() (a cache is for inference)', kind='autograd',
+            rejected_by=('test_cached_attention_step',),
+            source=('def cached_attention_step(q, k_new, v_new, k_cache, v_cache):\n'
+                    '    with torch.no_grad():\n'
+                    '        k_all = torch.cat([k_cache, k_new], dim=-2)\n'
+                    '        v_all = torch.cat([v_cache, v_new], dim=-2)\n'
+                    '        out, _ = masked_attention(q, k_all, v_all, causal_mask(q.size(-2), k_all.size(-2), device=q.device))\n'
+                    '    return out, k_all, v_all\n')),
+    Mistake(cell='cached_attention_step', name='updated caches detached', kind='autograd',
+            rejected_by=('test_cached_attention_step',),
+            replace=(("k_all = torch.cat([k_cache, k_new], dim=-2)", "k_all = torch.cat([k_cache, k_new], dim=-2).detach()"),
+                     ("v_all = torch.cat([v_cache, v_new], dim=-2)", "v_all = torch.cat([v_cache, v_new], dim=-2).detach()"))),
+    Mistake(cell='last_token_pool', name='gather(...).squeeze() drops the batch axis when B = 1', kind='boundary',
+            rejected_by=('test_last_token_pool',),
+            source=('def last_token_pool(hidden, lengths):\n'
+                    '    index = (lengths - 1).view(-1, 1, 1).expand(-1, 1, hidden.size(-1))\n'
+                    '    return hidden.gather(1, index.to(hidden.device)).squeeze()\n')),
+]
+
+# Right answers of the second red team; loops are only slower (the prose says so).
+ACCEPTED += [
+    Accepted(cell='next_token_batch', name='Python loop over the starts, stacked (nanoGPT get_batch)',
+             source=('def next_token_batch(data, starts, block_size):\n'
+                     '    x = torch.stack([data[s:s + block_size] for s in starts])\n'
+                     '    y = torch.stack([data[s + 1:s + 1 + block_size] for s in starts])\n'
+                     '    return x, y\n')),
+    Accepted(cell='next_token_batch', name='loop over time offsets, stacked on dim 1',
+             source=('def next_token_batch(data, starts, block_size):\n'
+                     '    x = torch.stack([data[starts + t] for t in range(block_size)], dim=1)\n'
+                     '    y = torch.stack([data[starts + t + 1] for t in range(block_size)], dim=1)\n'
+                     '    return x, y\n')),
+    Accepted(cell='next_token_batch', name='as_strided windows of block_size + 1',
+             source=('def next_token_batch(data, starts, block_size):\n'
+                     '    n = data.numel() - block_size\n'
+                     '    windows = data.contiguous().as_strided((n, block_size + 1), (1, 1))[starts]\n'
+                     '    return windows[:, :-1], windows[:, 1:]\n')),
+    Accepted(cell='init_gpt2', name='.data.normal_ without no_grad, tie first',
+             source=('def init_gpt2_(model):\n'
+                     '    model.lm_head.weight = model.wte.weight\n'
+                     '    std_res = 0.02 / math.sqrt(2 * len(model.blocks))\n'
+                     '    for m in model.modules():\n'
+                     '        if isinstance(m, (nn.Linear, nn.Embedding)):\n'
+                     '            m.weight.data.normal_(0.0, 0.02)\n'
+                     '            if getattr(m, "bias", None) is not None:\n'
+                     '                m.bias.data.zero_()\n'
+                     '    for block in model.blocks:\n'
+                     '        block.attn.proj.weight.data.normal_(0.0, std_res)\n'
+                     '        block.ffn.fc2.weight.data.normal_(0.0, std_res)\n'
+                     '    return model\n')),
+    Accepted(cell='top_k_filter', name='kthvalue of V - k + 1 and torch.where',
+             source=('def top_k_filter(logits, k):\n'
+                     '    kth = logits.kthvalue(logits.size(-1) - k + 1, dim=-1, keepdim=True).values\n'
+                     '    return torch.where(logits >= kth, logits, torch.full_like(logits, float("-inf")))\n')),
+    Accepted(cell='top_p_filter', name='top token forced kept (p = 1 not special-cased: p < 1 assumed)',
+             source=('def top_p_filter(logits, p):\n'
+                     '    sorted_logits, order = torch.sort(logits, descending=True, dim=-1)\n'
+                     '    probs = torch.softmax(sorted_logits, dim=-1)\n'
+                     '    keep_sorted = probs.cumsum(-1) - probs < p\n'
+                     '    keep_sorted[..., 0] = True\n'
+                     '    keep = keep_sorted.scatter(-1, order, keep_sorted)\n'
+                     '    return logits.masked_fill(~keep, float("-inf"))\n')),
+    Accepted(cell='top_p_filter', name='ascending sort, flipped',
+             source=('def top_p_filter(logits, p):\n'
+                     '    asc, order = torch.sort(logits, dim=-1)\n'
+                     '    desc, order = asc.flip(-1), order.flip(-1)\n'
+                     '    probs = torch.softmax(desc, dim=-1)\n'
+                     '    drop_sorted = probs.cumsum(-1) - probs >= p\n'
+                     '    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)\n'
+                     '    return logits.masked_fill(drop, float("-inf"))\n')),
+    Accepted(cell='cached_attention_step', name='last T_q rows of the square causal mask',
+             source=('def cached_attention_step(q, k_new, v_new, k_cache, v_cache):\n'
+                     '    k_all = torch.cat([k_cache, k_new], dim=-2)\n'
+                     '    v_all = torch.cat([v_cache, v_new], dim=-2)\n'
+                     '    T_k = k_all.size(-2)\n'
+                     '    mask = causal_mask(T_k, device=q.device)[T_k - q.size(-2):]\n'
+                     '    out, _ = masked_attention(q, k_all, v_all, mask)\n'
+                     '    return out, k_all, v_all\n')),
+    Accepted(cell='last_token_pool', name='Python loop with torch.stack',
+             source=('def last_token_pool(hidden, lengths):\n'
+                     '    return torch.stack([hidden[b, int(n) - 1] for b, n in enumerate(lengths)])\n')),
+    Accepted(cell='last_token_pool', name="one-hot weights in hidden's dtype",
+             source=('def last_token_pool(hidden, lengths):\n'
+                     '    onehot = F.one_hot(lengths.to(hidden.device) - 1, hidden.size(1)).to(hidden.dtype)\n'
+                     '    return torch.einsum("bt,btd->bd", onehot, hidden)\n')),
+]
