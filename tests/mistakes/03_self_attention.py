@@ -187,3 +187,119 @@ class SelfAttention(nn.Module):
     return float(torch.max(torch.abs(out_of_permuted - permuted_out)))
 '''),
 ]
+
+# Found by the second blind red team: each kept full marks before the tests were strengthened.
+MISTAKES += [
+    Mistake(cell="dot_product_variance", name="variance over the d products of each pair, times d", kind="statistics",
+            rejected_by=("test_dot_product_variance",),
+            replace=(("return dots.var().item(),", "return (q * k).var(dim=-1).mean().item() * d,"),)),
+    Mistake(cell="attention", name="squeezes output and weights", kind="boundary",
+            rejected_by=("test_attention",),
+            replace=(("return weights @ V, weights", "return (weights @ V).squeeze(), weights.squeeze()"),)),
+    Mistake(cell="attention", name="squeeze(0) on output and weights (a batch of one loses its dimension)", kind="boundary",
+            rejected_by=("test_attention",),
+            replace=(("return weights @ V, weights", "return (weights @ V).squeeze(0), weights.squeeze(0)"),)),
+    Mistake(cell="self_attention_module", name="casts x to float32 in forward", kind="dtype",
+            rejected_by=("test_self_attention_module",),
+            replace=(("Q = self.query(x)", "x = x.float()\n        Q = self.query(x)"),)),
+    Mistake(cell="self_attention_module", name="x.to(torch.float32) in forward", kind="dtype",
+            rejected_by=("test_self_attention_module",),
+            replace=(("Q = self.query(x)", "x = x.to(torch.float32)\n        Q = self.query(x)"),)),
+    Mistake(cell="self_attention_module", name="detaches x before the projections", kind="autograd",
+            rejected_by=("test_self_attention_module",),
+            replace=(("Q = self.query(x)", "x = x.detach()\n        Q = self.query(x)"),)),
+    Mistake(cell="self_attention_module", name="returns detached weights", kind="autograd",
+            rejected_by=("test_self_attention_module",),
+            replace=(("return attention(Q, K, V)", "output, weights = attention(Q, K, V)\n        return output, weights.detach()"),)),
+    Mistake(cell="self_attention_module", name="squeeze(0) on output and weights (B = 1 breaks)", kind="boundary",
+            rejected_by=("test_self_attention_module",),
+            replace=(("return attention(Q, K, V)", "output, weights = attention(Q, K, V)\n        return output.squeeze(0), weights.squeeze(0)"),)),
+    Mistake(cell="self_attention_module", name="key and value start as copies of the query weights", kind="structure",
+            rejected_by=("test_self_attention_module",),
+            replace=(("self.value = torch.nn.Linear(d_model, d_head, bias=False)",
+                      "self.value = torch.nn.Linear(d_model, d_head, bias=False)\n"
+                      "        self.key.weight.data.copy_(self.query.weight.data)\n"
+                      "        self.value.weight.data.copy_(self.query.weight.data)"),)),
+    Mistake(cell="equivariance_gap", name="permutes the caller's x in place", kind="argument",
+            rejected_by=("test_equivariance_gap",),
+            replace=(("out_of_permuted = module(x[:, perm])[0]\n        permuted_out = module(x)[0][:, perm]",
+                      "permuted_out = module(x)[0][:, perm]\n        x.copy_(x[:, perm])\n        out_of_permuted = module(x)[0]"),)),
+    Mistake(cell="equivariance_gap", name="x.requires_grad_() on the caller's tensor", kind="argument",
+            rejected_by=("test_equivariance_gap",),
+            replace=(("with torch.no_grad():", "x.requires_grad_(True)\n    with torch.no_grad():"),)),
+    Mistake(cell="equivariance_gap", name="switches the module to eval() and leaves it there", kind="argument",
+            rejected_by=("test_equivariance_gap",),
+            replace=(("with torch.no_grad():", "module.eval()\n    with torch.no_grad():"),)),
+]
+
+_SA_HEAD = '''class SelfAttention(torch.nn.Module):
+    """One self-attention head: x (B, T, d_model) -> (output (B, T, d_head), weights (B, T, T))."""
+
+    def __init__(self, d_model: int, d_head: int):
+        super().__init__()
+        self.query = torch.nn.Linear(d_model, d_head, bias=False)
+        self.key = torch.nn.Linear(d_model, d_head, bias=False)
+        self.value = torch.nn.Linear(d_model, d_head, bias=False)
+'''
+_EG_HEAD = '''def equivariance_gap(module, x: torch.Tensor, perm: torch.Tensor) -> float:
+    """max |module(x[:, perm])[0] - module(x)[0][:, perm]| as a float."""
+'''
+
+# The second red team's right answers (guards against over-tightening).
+ACCEPTED += [
+    Accepted(cell="attention", name="keyword calls of the helpers", source='''def attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q: (..., T_q, d), K: (..., T_k, d), V: (..., T_k, d_v) -> (output (..., T_q, d_v), weights (..., T_q, T_k))."""
+    weights = stable_softmax(x=scaled_scores(Q=Q, K=K), dim=-1)
+    return weights @ V, weights
+'''),
+    Accepted(cell="self_attention_module", name="keyword call attention(Q=, K=, V=)", source=_SA_HEAD + '''
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return attention(Q=self.query(x), K=self.key(x), V=self.value(x))
+'''),
+    Accepted(cell="self_attention_module", name="F.linear with the weights, keyword attention", source=_SA_HEAD + '''
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        F_ = torch.nn.functional
+        return attention(Q=F_.linear(x, self.query.weight), K=F_.linear(x, self.key.weight), V=F_.linear(x, self.value.weight))
+'''),
+    Accepted(cell="self_attention_module", name="layers also kept in a plain list attribute", source=_SA_HEAD.replace(
+        "        self.value = torch.nn.Linear(d_model, d_head, bias=False)\n",
+        "        self.value = torch.nn.Linear(d_model, d_head, bias=False)\n"
+        "        self.projections = [self.query, self.key, self.value]\n") + '''
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k, v = (layer(x) for layer in self.projections)
+        out, w = attention(q, k, v)
+        return out, w
+'''),
+    Accepted(cell="equivariance_gap", name="eval() for the comparison, previous mode restored", source=_EG_HEAD + '''    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            a = module(x[:, perm])[0]
+            b = module(x)[0][:, perm]
+    finally:
+        module.train(was_training)
+    return (a - b).abs().max().item()
+'''),
+    Accepted(cell="equivariance_gap", name="torch.dist with p=inf, float()", source=_EG_HEAD + '''    with torch.no_grad():
+        a = module(x[:, perm])[0]
+        b = module(x)[0][:, perm]
+    return float(torch.dist(a, b, p=float("inf")))
+'''),
+    Accepted(cell="equivariance_gap", name="index_select on dim 1, amax, gradients kept", source=_EG_HEAD + '''    a = module(x.index_select(1, perm))[0]
+    b = module(x)[0].index_select(1, perm)
+    return (a - b).abs().amax().item()
+'''),
+    Accepted(cell="dot_product_variance", name="raw variance / d for the scaled one", source='''def dot_product_variance(d: int, n_samples: int, generator: torch.Generator) -> tuple[float, float]:
+    """Empirical variance of q.k and of q.k / sqrt(d) for standard normal q, k in R^d."""
+    q = torch.randn(n_samples, d, generator=generator)
+    k = torch.randn(n_samples, d, generator=generator)
+    raw = torch.einsum("nd,nd->n", q, k).var().item()
+    return raw, raw / d
+'''),
+    Accepted(cell="stable_softmax", name="max(dim).values.unsqueeze(dim)", source='''def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax of x along dim, computed without overflow. Same shape as x."""
+    m = x.max(dim).values.unsqueeze(dim)
+    e = (x - m).exp()
+    return e / e.sum(dim).unsqueeze(dim)
+'''),
+]
