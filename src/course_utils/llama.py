@@ -13,13 +13,14 @@ hd = d / H the head size, V vocab_size. What changed since GPT-2 (:mod:`course_u
   (:func:`repeat_kv`), so the :class:`KVCache` is ``H / H_kv`` times smaller.
 - :class:`LlamaBlock` (pre-norm, residuals) and :class:`Llama` (embedding, blocks, final RMSNorm,
   LM head tied to the embedding), with :meth:`Llama.generate`.
-- Real weights: :func:`load_gguf_state_dict` (llama.cpp's GGUF file, dequantised with the ``gguf``
-  package; :func:`unpermute_qk` undoes llama.cpp's reordering of q/k rows) and :func:`load_smollm2`.
+- Real weights: :func:`load_gguf_state_dict` (llama.cpp's GGUF file, read by
+  :class:`course_utils.gguf_file.GGUFFile`, Q4_1/Q8_0 dequantised by :func:`dequantize_q4_1` /
+  :func:`dequantize_q8_0`; :func:`unpermute_qk` undoes llama.cpp's reordering of q/k rows) and
+  :func:`load_smollm2`.
 """
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -29,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.gguf_file import GGUFFile
 from course_utils.gpt import apply_temperature, top_k_filter, top_p_filter
 from course_utils.masking import causal_mask
 
@@ -399,19 +401,23 @@ def unpermute_qk(w: torch.Tensor, n_heads: int) -> torch.Tensor:
     return w.reshape(n_heads, hd // 2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
 
 
-def _gguf_reader(path: str | Path):
-    try:
-        import gguf
-    except ImportError as err:  # pragma: no cover - depends on the installation
-        raise ImportError("reading GGUF files needs the `gguf` package: pip install -e '.[pretrained]'") from err
-    return gguf.GGUFReader(str(path))
+def _open_gguf(source, prefix: str = "llama.") -> GGUFFile:
+    """A :class:`GGUFFile` from a path, a ``GGUFFile``, or a ``gguf.GGUFReader`` (read again from its
+    file: the ``gguf`` package's reader is accepted for backward compatibility, not used)."""
+    if isinstance(source, GGUFFile):
+        return source
+    if isinstance(source, (str, Path)):
+        return GGUFFile(source, prefix=prefix)
+    filename = getattr(getattr(source, "data", None), "filename", None)  # gguf.GGUFReader: a np.memmap
+    if filename is None:
+        raise TypeError(f"expected a path, a GGUFFile or a gguf.GGUFReader, got {type(source).__name__}")
+    return GGUFFile(filename, prefix=prefix)
 
 
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
+def _field(file: GGUFFile, key: str):
+    if key not in file.metadata:
         raise KeyError(f"the GGUF file has no metadata field {key!r}")
-    return field.contents()
+    return file.metadata[key]
 
 
 def _from_float32(value: float) -> float:
@@ -419,26 +425,28 @@ def _from_float32(value: float) -> float:
     return float(str(np.float32(value)))
 
 
-def gguf_config(path_or_reader) -> LlamaConfig:  # a path or a gguf.GGUFReader
-    """The :class:`LlamaConfig` stated in a GGUF file's metadata (architecture ``llama``)."""
-    reader = _gguf_reader(path_or_reader) if isinstance(path_or_reader, (str, Path)) else path_or_reader
-    arch = _field(reader, "general.architecture")
+def gguf_config(path) -> LlamaConfig:
+    """The :class:`LlamaConfig` stated in a GGUF file's metadata (architecture ``llama``);
+    ``path``: a path, a :class:`~course_utils.gguf_file.GGUFFile` or a ``gguf.GGUFReader``."""
+    file = _open_gguf(path)
+    arch = _field(file, "general.architecture")
     if arch != "llama":
         raise ValueError(f"expected a llama-architecture GGUF file, got {arch!r}")
-    names = {t.name for t in reader.tensors}
-    vocab = reader.fields.get("llama.vocab_size")
+    meta = file.metadata
+    vocab = meta.get("llama.vocab_size")
+    if vocab is None:  # the token embedding is listed (d_model, vocab) in GGUF order
+        vocab = file.tensors["token_embd.weight"].shape[1]
     return LlamaConfig(
-        vocab_size=int(vocab.contents()) if vocab is not None else len(_field(reader, "tokenizer.ggml.tokens")),
-        d_model=int(_field(reader, "llama.embedding_length")),
-        n_layers=int(_field(reader, "llama.block_count")),
-        n_heads=int(_field(reader, "llama.attention.head_count")),
-        n_kv_heads=int(_field(reader, "llama.attention.head_count_kv")),
-        d_ff=int(_field(reader, "llama.feed_forward_length")),
-        norm_eps=_from_float32(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
-        rope_base=_from_float32(reader.fields["llama.rope.freq_base"].contents())
-        if "llama.rope.freq_base" in reader.fields else 10000.0,
-        max_seq_len=int(_field(reader, "llama.context_length")),
-        tie_embeddings="output.weight" not in names,
+        vocab_size=int(vocab),
+        d_model=int(_field(file, "llama.embedding_length")),
+        n_layers=int(_field(file, "llama.block_count")),
+        n_heads=int(_field(file, "llama.attention.head_count")),
+        n_kv_heads=int(_field(file, "llama.attention.head_count_kv")),
+        d_ff=int(_field(file, "llama.feed_forward_length")),
+        norm_eps=_from_float32(_field(file, "llama.attention.layer_norm_rms_epsilon")),
+        rope_base=_from_float32(meta.get("llama.rope.freq_base", 10000.0)),
+        max_seq_len=int(_field(file, "llama.context_length")),
+        tie_embeddings="output.weight" not in file.tensors,
     )
 
 
@@ -477,11 +485,12 @@ def dequantize_q4_1(blocks: torch.Tensor) -> torch.Tensor:
     4-bit codes ``q`` in 0..15 (the low nibbles are weights 0..15, the high nibbles 16..31);
     weight = ``d * q + m``.
     """
-    d = blocks[:, 0:2].contiguous().view(torch.float16).float()  # (n, 1)
-    m = blocks[:, 2:4].contiguous().view(torch.float16).float()  # (n, 1)
-    qs = blocks[:, 4:20]  # (n, 16)
-    q = torch.cat([qs & 0x0F, qs >> 4], dim=-1).float()  # (n, 32)
-    return q.mul_(d).add_(m)  # d * q + m, in place: one float32 buffer per tensor
+    dm = blocks[:, 0:4].contiguous().view(torch.float16).float()  # (n, 2): d, m
+    qs = blocks[:, 4:20]  # (n, 16) bytes, two codes each
+    q = torch.empty(blocks.size(0), 32, device=blocks.device)  # (n, 32) float32
+    q[:, :16] = qs & 0x0F
+    q[:, 16:] = qs >> 4
+    return q.mul_(dm[:, :1]).add_(dm[:, 1:])  # d * q + m, in place: one float32 buffer per tensor
 
 
 def dequantize_q8_0(blocks: torch.Tensor) -> torch.Tensor:
@@ -494,47 +503,57 @@ def dequantize_q8_0(blocks: torch.Tensor) -> torch.Tensor:
     return q.mul_(d)
 
 
-def _dequantize(tensor) -> torch.Tensor:
-    """A ``gguf.ReaderTensor`` as a float32 torch tensor of shape ``(out, in)`` (GGUF lists ``(in, out)``)."""
-    from gguf import GGMLQuantizationType as Q
-
-    shape = tuple(reversed([int(n) for n in tensor.shape]))
-    kind = tensor.tensor_type
-    if kind in (Q.Q4_1, Q.Q8_0):  # the two formats of SmolLM2's file, vectorised in torch (fast)
-        raw = torch.from_numpy(np.array(tensor.data, copy=True).view(np.uint8))  # a writable copy of the bytes
-        size = 20 if kind == Q.Q4_1 else 34
-        blocks = raw.reshape(-1, size)
-        out = dequantize_q4_1(blocks) if kind == Q.Q4_1 else dequantize_q8_0(blocks)
-    else:  # F32, F16, other quantisations: the gguf package's NumPy reference
+def _dequantize(file: GGUFFile, name: str) -> torch.Tensor:
+    """Tensor ``name`` of a GGUF file as a new float32 tensor ``(out, in)`` (GGUF lists ``(in, out)``)."""
+    info = file.tensors[name]
+    data = file.tensor(name)  # a view of the file: plain dtype, or uint8 (rows, bytes per row)
+    if info.type_name in ("F32", "F16", "BF16"):
+        return data.to(torch.float32, copy=True)
+    if info.type_name in ("Q4_1", "Q8_0"):  # the two formats of SmolLM2's file, vectorised in torch
+        blocks = data.reshape(-1, 20 if info.type_name == "Q4_1" else 34)
+        out = dequantize_q4_1(blocks) if info.type_name == "Q4_1" else dequantize_q8_0(blocks)
+        return out.reshape(info.torch_shape)
+    try:  # other quantisations: the gguf package's NumPy reference, where it is installed
+        from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
-
-        out = torch.from_numpy(np.array(dequantize(tensor.data, kind), dtype=np.float32))
-    return out.reshape(shape)
+    except ImportError as err:  # pragma: no cover - depends on the installation
+        raise NotImplementedError(f"{name}: {info.type_name} tensors need the `gguf` package "
+                                  "(pip install -e '.[pretrained]')") from err
+    out = dequantize(data.numpy(), GGMLQuantizationType(info.ggml_type))
+    return torch.from_numpy(np.array(out, dtype=np.float32)).reshape(info.torch_shape)
 
 
 def load_gguf_state_dict(path, *, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
-    """Read a llama-architecture GGUF file (a path, or a ``gguf.GGUFReader``) into a state dict of
-    :class:`Llama` names.
+    """Read a llama-architecture GGUF file (a path, a :class:`~course_utils.gguf_file.GGUFFile` or a
+    ``gguf.GGUFReader``) into a state dict of :class:`Llama` names.
 
     Each tensor is dequantised to float32 (Q4_1 and Q8_0 by :func:`dequantize_q4_1` /
-    :func:`dequantize_q8_0`, equal to ``gguf.quants.dequantize``; other types by the latter). GGUF
-    lists shapes as ``(in, out)``; the tensors come out ``(out, in)`` like ``nn.Linear.weight``, then
-    cast to ``dtype``. The q/k projections go through :func:`unpermute_qk`. With tied embeddings
-    (no ``output.weight``) ``lm_head.weight`` is the same tensor as ``embed.weight``.
+    :func:`dequantize_q8_0`, equal to ``gguf.quants.dequantize``; F32/F16/BF16 converted; other
+    types by the latter). GGUF lists shapes as ``(in, out)``; the tensors come out ``(out, in)``
+    like ``nn.Linear.weight``, then cast to ``dtype``. The q/k projections go through
+    :func:`unpermute_qk`. With tied embeddings (no ``output.weight``) ``lm_head.weight`` is the
+    same tensor as ``embed.weight``.
     """
-    reader = _gguf_reader(path) if isinstance(path, (str, Path)) else path
-    config = gguf_config(reader)
+    file = _open_gguf(path)
+    config = gguf_config(file)
+    if "rope_freqs.weight" in file.tensors:
+        raise NotImplementedError("RoPE frequency scaling (rope_freqs) is not supported")
     state: dict[str, torch.Tensor] = {}
-    for tensor in reader.tensors:
-        if tensor.name == "rope_freqs.weight":
-            raise NotImplementedError("RoPE frequency scaling (rope_freqs) is not supported")
-        w = _dequantize(tensor)  # float32 (out, in)
-        if ".attn_q." in tensor.name:
-            w = unpermute_qk(w, config.n_heads)
-        elif ".attn_k." in tensor.name:
-            w = unpermute_qk(w, config.n_kv_heads)
-        state[_our_name(tensor.name)] = w.to(dtype).contiguous()
-        del w
+    threads = torch.get_num_threads()
+    # elementwise work on a few MB at a time: one thread is as fast on an idle machine, and avoids
+    # OpenMP's waits on a busy one (measured 10-40x slower with 2 threads on 2 loaded cores)
+    torch.set_num_threads(1)
+    try:
+        for name in file.tensors:
+            w = _dequantize(file, name)  # float32 (out, in)
+            if ".attn_q." in name:
+                w = unpermute_qk(w, config.n_heads)
+            elif ".attn_k." in name:
+                w = unpermute_qk(w, config.n_kv_heads)
+            state[_our_name(name)] = w.to(dtype).contiguous()
+            del w
+    finally:
+        torch.set_num_threads(threads)
     if config.tie_embeddings:
         state["lm_head.weight"] = state["embed.weight"]
     return state
@@ -542,25 +561,21 @@ def load_gguf_state_dict(path, *, dtype: torch.dtype = torch.float32) -> dict[st
 
 def load_llama_gguf(path, *, dtype: torch.dtype = torch.float32,
                     device: torch.device | str | None = None) -> Llama:
-    """A :class:`Llama` built from a GGUF file's metadata (``path``: a path or a ``gguf.GGUFReader``),
-    holding its dequantised weights, in eval mode.
+    """A :class:`Llama` built from a GGUF file's metadata (``path``: a path, a
+    :class:`~course_utils.gguf_file.GGUFFile` or a ``gguf.GGUFReader``), holding its dequantised
+    weights, in eval mode.
 
     The model is built on the ``meta`` device and the tensors assigned, so the weights exist once
     in memory (no random initialisation to overwrite).
     """
-    opened = isinstance(path, (str, Path))
-    # parsing the metadata (the tokenizer's ~100k strings) takes seconds: do it once
-    reader = _gguf_reader(path) if opened else path
-    config = gguf_config(reader)
-    state = load_gguf_state_dict(reader, dtype=dtype)
+    file = _open_gguf(path)  # the header is parsed once
+    config = gguf_config(file)
+    state = load_gguf_state_dict(file, dtype=dtype)
     with torch.device("meta"):
         model = Llama(config)
     model.load_state_dict(state, strict=True, assign=True)
     if config.tie_embeddings:
         model.lm_head.weight = model.embed.weight
-    if opened:  # the reader's ~100k small objects hold ~150 MB until the cycle collector runs
-        del reader, state
-        gc.collect()
     return model.to(device).eval()
 
 
