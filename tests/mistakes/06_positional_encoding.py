@@ -381,6 +381,69 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return _ref_rope(x, positions)
 """,
     ),
+    # Blind red team, round 2 (issue 12): escapes closed by new hidden tests.
+    Mistake(
+        cell="sinusoidal_encoding",
+        name="cached 512-row table sliced (wrong beyond 512 positions)",
+        kind="boundary",
+        rejected_by=("test_sinusoidal_encoding",),
+        source="""\
+_PE_CACHE = {}
+def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
+    if d not in _PE_CACHE:
+        pos = torch.arange(512, dtype=torch.float64)[:, None]
+        angles = pos / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        _PE_CACHE[d] = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1).float()
+    return _PE_CACHE[d][:T].clone()
+""",
+    ),
+    Mistake(
+        cell="sinusoidal_encoding",
+        name="positions built in bfloat16 (rounded above 256)",
+        kind="dtype",
+        rejected_by=("test_sinusoidal_encoding",),
+        replace=(("pos = torch.arange(T, dtype=torch.float64)[:, None]", "pos = torch.arange(T, dtype=torch.bfloat16)[:, None].double()"),),
+    ),
+    Mistake(
+        cell="sinusoidal_encoding",
+        name="returns the cached tensor itself (a caller's in-place edit leaks)",
+        kind="structure",
+        rejected_by=("test_sinusoidal_encoding",),
+        source="""\
+_PE_CACHE = {}
+def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
+    if (T, d) not in _PE_CACHE:
+        pos = torch.arange(T, dtype=torch.float64)[:, None]
+        angles = pos / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        _PE_CACHE[T, d] = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1).float()
+    return _PE_CACHE[T, d]
+""",
+    ),
+    Mistake(
+        cell="learned_positional_embedding",
+        name="ValueError without a message",
+        kind="argument",
+        rejected_by=("test_learned_positional_embedding",),
+        replace=(('raise ValueError(f"sequence length {T} is longer than max_len = {self.max_len}: no embedding was learned for those positions")',
+                  "raise ValueError"),),
+    ),
+    Mistake(
+        cell="apply_rope",
+        name="angles computed in x.dtype (float16 angles wrong at large positions)",
+        kind="dtype",
+        rejected_by=("test_apply_rope",),
+        replace=(
+            ("two_i = torch.arange(0, d, 2, dtype=torch.float64, device=x.device)", "two_i = torch.arange(0, d, 2, dtype=x.dtype, device=x.device)"),
+            ("positions.to(device=x.device, dtype=torch.float64)", "positions.to(device=x.device, dtype=x.dtype)"),
+        ),
+    ),
+    Mistake(
+        cell="apply_rope",
+        name="positions not moved to x.device",
+        kind="device",
+        rejected_by=("test_apply_rope",),
+        replace=(("positions.to(device=x.device, dtype=torch.float64)", "positions.to(dtype=torch.float64)"),),
+    ),
 ]
 
 ACCEPTED = [
@@ -525,7 +588,7 @@ class LearnedPositionalEmbedding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         if T > self.max_len:
-            raise ValueError("too long: " + str(T))
+            raise ValueError("too long: " + str(T) + " > max_len = " + str(self.max_len))
         pos = self.positions[:T].unsqueeze(0).expand(B, T)
         return x + self.embedding(pos)
 """,
@@ -569,6 +632,111 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     sin = angles.sin().repeat_interleave(2, dim=-1).to(x.dtype)
     rotated = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
     return x * cos + rotated * sin
+""",
+    ),
+    # Right answers from the blind red team, round 2 (guard against over-tightening).
+    Accepted(
+        cell="sinusoidal_encoding",
+        name="outer product into an empty float32 buffer",
+        source="""\
+def sinusoidal_encoding(T: int, d: int) -> torch.Tensor:
+    pos = torch.arange(T, dtype=torch.float64)
+    inv = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = torch.outer(pos, inv)
+    pe = torch.empty(T, d, dtype=torch.float32)
+    pe[:, 0::2] = angles.sin()
+    pe[:, 1::2] = angles.cos()
+    return pe
+""",
+    ),
+    Accepted(
+        cell="offset_matrix",
+        name="float32 throughout, diagonal blocks by strided slices",
+        source="""\
+def offset_matrix(k: int, d: int) -> torch.Tensor:
+    omega = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+    c, s = torch.cos(k * omega), torch.sin(k * omega)
+    M = torch.zeros(d, d)
+    M[0::2, 0::2] = torch.diag(c)
+    M[0::2, 1::2] = torch.diag(s)
+    M[1::2, 0::2] = torch.diag(-s)
+    M[1::2, 1::2] = torch.diag(c)
+    return M
+""",
+    ),
+    Accepted(
+        cell="learned_positional_embedding",
+        name="GPT-2 style init (std 0.02), weight slice",
+        source="""\
+class LearnedPositionalEmbedding(nn.Module):
+    def __init__(self, max_len: int, d_model: int) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.embedding = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        T = x.shape[1]
+        if T > self.max_len:
+            raise ValueError(f"sequence length {T} exceeds max_len {self.max_len}")
+        return x + self.embedding.weight[:T]
+""",
+    ),
+    Accepted(
+        cell="apply_rope",
+        name="Python loop over positions (only slower)",
+        source="""\
+def apply_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1]
+    omega = 10000 ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float64) / d)
+    rows = []
+    for t in range(x.shape[-2]):
+        angle = float(positions[t]) * omega
+        c, s = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        a, b = x[..., t, 0::2], x[..., t, 1::2]
+        rows.append(torch.stack([a * c - b * s, a * s + b * c], dim=-1).flatten(-2))
+    return torch.stack(rows, dim=-2)
+""",
+    ),
+    Accepted(
+        cell="apply_rope",
+        name="cos/sin read from its own sinusoidal_encoding table",
+        source="""\
+def apply_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1]
+    pe = sinusoidal_encoding(int(positions.max()) + 1, d).to(x.device)
+    table = pe[positions.to(x.device)]
+    sin, cos = table[:, 0::2].to(x.dtype), table[:, 1::2].to(x.dtype)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+""",
+    ),
+    Accepted(
+        cell="apply_rope",
+        name="2x2 rotation matrices applied with einsum",
+        source="""\
+def apply_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1]
+    omega = 10000 ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float64) / d)
+    angles = positions.to(device=x.device, dtype=torch.float64)[:, None] * omega  # (T, d/2)
+    c, s = angles.cos(), angles.sin()
+    R = torch.stack([torch.stack([c, -s], -1), torch.stack([s, c], -1)], -2).to(x.dtype)  # (T, d/2, 2, 2)
+    pairs = x.reshape(*x.shape[:-1], d // 2, 2)
+    return torch.einsum("tpij,...tpj->...tpi", R, pairs).reshape(x.shape)
+""",
+    ),
+    Accepted(
+        cell="apply_rope",
+        name="x.view into (d/2, 2) pairs (the last dim of transposed heads is still contiguous)",
+        source="""\
+def apply_rope(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1]
+    omega = 10000 ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float64) / d)
+    angles = positions.to(x.device, torch.float64)[:, None] * omega
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    pairs = x.view(*x.shape[:-1], d // 2, 2)
+    a, b = pairs[..., 0], pairs[..., 1]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).view(x.shape)
 """,
     ),
 ]
