@@ -23,7 +23,8 @@ def test_passing_checks_write_nothing(capsys):
     check_shape(torch.zeros(2, 3), (2, 3), "x")
     check_close(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 1e-7]), "x")
     check_scalar(0.5, 0.5, "p")
-    check_raises(lambda: 1 / 0, ZeroDivisionError, "division")
+    raised = check_raises(lambda: 1 / 0, ZeroDivisionError, "division")
+    assert isinstance(raised, ZeroDivisionError) and "division" in str(raised)  # returned, for message checks
     out = capsys.readouterr()
     assert out.out == "" and out.err == ""
 

@@ -177,13 +177,14 @@ def check_raises(
     exception: type[BaseException],
     name: str,
     hint: str | None = None,
-) -> None:
-    """Fail unless calling ``function()`` raises ``exception``."""
+) -> BaseException:
+    """Fail unless calling ``function()`` raises ``exception``; return the exception raised
+    (so a test can check its message)."""
     __tracebackhide__ = True
     try:
         function()
-    except exception:
-        return
+    except exception as raised:
+        return raised
     except Exception as error:  # noqa: BLE001 - the student's code may raise anything
         _fail(f"{name} raised {type(error).__name__}, but should raise {exception.__name__}.", hint)
     _fail(f"{name} should raise {exception.__name__}, but raised nothing.", hint)
