@@ -363,6 +363,136 @@ def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
     return from_torch_key_padding_mask(key_padding_mask)
 """,
     ),
+    # --- second blind red-team round: each escaped the tests before they were strengthened
+    Mistake(
+        cell="causal_mask",
+        name="device None replaced by 'cpu' (ignores PyTorch's default device)",
+        rejected_by=("test_causal_mask",),
+        replace=(("device=device))", 'device=device or "cpu"))'),),
+        kind="device",
+    ),
+    Mistake(
+        cell="additive_mask",
+        name="float64 output for masks of 3 or more axes",
+        rejected_by=("test_additive_mask",),
+        replace=(("dtype=torch.float32,", "dtype=torch.float32 if mask.dim() < 3 else torch.float64,"),),
+        kind="dtype",
+    ),
+    Mistake(
+        cell="additive_mask",
+        name="torch.where on mask.cpu() (output on the CPU)",
+        rejected_by=("test_additive_mask",),
+        kind="device",
+        source="""\
+def additive_mask(mask: torch.Tensor) -> torch.Tensor:
+    return torch.where(mask.cpu(), torch.tensor(0.0), torch.tensor(float("-inf")))
+""",
+    ),
+    Mistake(
+        cell="padding_mask",
+        name="unsqueeze_ changes the caller's lengths tensor",
+        rejected_by=("test_padding_mask",),
+        kind="argument",
+        source="""\
+def padding_mask(lengths, T: int) -> torch.Tensor:
+    lengths = torch.as_tensor(lengths)
+    lengths.unsqueeze_(1)
+    return torch.arange(T, device=lengths.device)[None, :] < lengths
+""",
+    ),
+    Mistake(
+        cell="combined_mask",
+        name="unsqueeze_ changes the caller's lengths tensor",
+        rejected_by=("test_combined_mask",),
+        kind="argument",
+        source="""\
+def combined_mask(lengths, T: int) -> torch.Tensor:
+    lengths = torch.as_tensor(lengths)
+    lengths.unsqueeze_(-1)
+    pad = torch.arange(T, device=lengths.device)[None, :] < lengths
+    return causal_mask(T, device=lengths.device) & pad[:, None, :]
+""",
+    ),
+    Mistake(
+        cell="dependence_matrix",
+        name="per-row gradient of sum |y_i| (signs cancel across output features)",
+        rejected_by=("test_dependence_matrix",),
+        kind="logic",
+        source="""\
+def dependence_matrix(f, x: torch.Tensor) -> torch.Tensor:
+    x = x.detach().requires_grad_(True)
+    y = f(x)
+    rows = []
+    for i in range(y.shape[0]):
+        (g,) = torch.autograd.grad(y[i].abs().sum(), x, retain_graph=True)
+        rows.append(g.abs().sum(-1))
+    return torch.stack(rows)
+""",
+    ),
+    Mistake(
+        cell="dependence_matrix",
+        name="requires_grad_ on the caller's x",
+        rejected_by=("test_dependence_matrix",),
+        kind="argument",
+        source="""\
+def dependence_matrix(f, x: torch.Tensor) -> torch.Tensor:
+    x.requires_grad_(True)
+    y = f(x)
+    D = torch.zeros(y.shape[0], x.shape[0], dtype=x.dtype, device=x.device)
+    for i in range(y.shape[0]):
+        for a in range(y.shape[1]):
+            (g,) = torch.autograd.grad(y[i, a], x, retain_graph=True)
+            D[i] += g.abs().sum(-1)
+    return D
+""",
+    ),
+    Mistake(
+        cell="safe_masked_softmax",
+        name="empty rows zeroed through scores.data (changes the caller's scores)",
+        rejected_by=("test_safe_masked_softmax",),
+        kind="argument",
+        source="""\
+def safe_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    any_allowed = mask.any(-1, keepdim=True)
+    scores.data[~any_allowed.expand_as(scores)] = 0.0
+    w = torch.softmax(scores.masked_fill(~mask & any_allowed, float("-inf")), dim=-1)
+    return w * mask
+""",
+    ),
+    Mistake(
+        cell="safe_masked_softmax",
+        name="-1e4 fill then times mask (allowed scores below -1e4 lose)",
+        rejected_by=("test_safe_masked_softmax",),
+        kind="boundary",
+        source="""\
+def safe_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(scores.masked_fill(~mask, -1e4), dim=-1) * mask
+""",
+    ),
+    Mistake(
+        cell="key_padding_to_sdpa_mask",
+        name="numpy round trip (device lost)",
+        rejected_by=("test_key_padding_to_sdpa_mask",),
+        kind="device",
+        source="""\
+def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(~key_padding_mask.cpu().numpy())[:, None, None, :]
+""",
+    ),
+    Mistake(
+        cell="key_padding_to_sdpa_mask",
+        name="squeeze() then index (batch of one, or one key)",
+        rejected_by=("test_key_padding_to_sdpa_mask",),
+        kind="boundary",
+        replace=(("(~key_padding_mask)[:, None, None, :]", "(~key_padding_mask).squeeze()[:, None, None, :]"),),
+    ),
+    Mistake(
+        cell="key_padding_to_sdpa_mask",
+        name="squeeze(0) then reshape (batch of one)",
+        rejected_by=("test_key_padding_to_sdpa_mask",),
+        kind="boundary",
+        replace=(("(~key_padding_mask)[:, None, None, :]", "(~key_padding_mask).squeeze(0)[..., None, None, :]"),),
+    ),
 ]
 
 ACCEPTED = [
@@ -600,6 +730,110 @@ def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
 def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
     assert key_padding_mask.dim() == 2, "expected (B, T_k)"
     return (key_padding_mask == False).unsqueeze(1).unsqueeze(2)  # noqa: E712
+""",
+    ),
+    # --- right answers of the second blind red-team round (guards against over-tightening)
+    Accepted(
+        cell="causal_mask",
+        name="built with the default device, then .to(device) when one is given",
+        source="""\
+def causal_mask(T: int, device=None) -> torch.Tensor:
+    m = torch.tril(torch.ones(T, T)).bool()
+    return m.to(device) if device is not None else m
+""",
+    ),
+    Accepted(
+        cell="additive_mask",
+        name="full of -inf on the mask's device, then 0 where allowed",
+        source="""\
+def additive_mask(mask: torch.Tensor) -> torch.Tensor:
+    out = torch.full(mask.shape, float("-inf"), dtype=torch.float32, device=mask.device)
+    out[mask] = 0.0
+    return out
+""",
+    ),
+    Accepted(
+        cell="additive_mask",
+        name="torch.where with CPU 0-d tensors (scalars may meet any device)",
+        source="""\
+def additive_mask(mask: torch.Tensor) -> torch.Tensor:
+    return torch.where(mask, torch.tensor(0.0), torch.tensor(float("-inf")))
+""",
+    ),
+    Accepted(
+        cell="padding_mask",
+        name="expanded positions compared with >",
+        source="""\
+def padding_mask(lengths, T: int) -> torch.Tensor:
+    lengths = torch.as_tensor(lengths)
+    pos = torch.arange(T, device=lengths.device).expand(len(lengths), T)
+    return lengths[:, None] > pos
+""",
+    ),
+    Accepted(
+        cell="combined_mask",
+        name="bool * bool product of own helpers",
+        source="""\
+def combined_mask(lengths, T: int) -> torch.Tensor:
+    pad = padding_mask(lengths, T)
+    return causal_mask(T, pad.device) * pad[:, None, :]
+""",
+    ),
+    Accepted(
+        cell="dependence_matrix",
+        name="torch.func.jacfwd, einsum over |J|",
+        source="""\
+def dependence_matrix(f, x: torch.Tensor) -> torch.Tensor:
+    return torch.einsum("iajc->ij", torch.func.jacfwd(f)(x).abs())
+""",
+    ),
+    Accepted(
+        cell="safe_masked_softmax",
+        name="own stable softmax, max detached, total guarded",
+        source="""\
+def safe_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    any_allowed = mask.any(dim=-1, keepdim=True)
+    s = torch.where(mask, scores, torch.full_like(scores, float("-inf")))
+    s = torch.where(any_allowed, s, torch.zeros_like(s))
+    s = s - s.amax(-1, keepdim=True).detach()
+    e = s.exp() * mask
+    total = e.sum(-1, keepdim=True)
+    return e / torch.where(total > 0, total, torch.ones_like(total))
+""",
+    ),
+    Accepted(
+        cell="safe_masked_softmax",
+        name="any via sum > 0, torch.where on the weights",
+        source="""\
+def safe_masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    any_allowed = mask.sum(-1, keepdim=True) > 0
+    safe = scores.masked_fill(~any_allowed, 0.0).masked_fill(~mask & any_allowed, float("-inf"))
+    return torch.where(mask, torch.softmax(safe, -1), torch.zeros_like(scores))
+""",
+    ),
+    Accepted(
+        cell="key_padding_to_sdpa_mask",
+        name="view (B, 1, 1, T): inserting unit axes works on any strides",
+        source="""\
+def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
+    B, T = key_padding_mask.shape
+    return ~key_padding_mask.view(B, 1, 1, T)
+""",
+    ),
+    Accepted(
+        cell="key_padding_to_sdpa_mask",
+        name="reshape(-1, 1, 1, T_k)",
+        source="""\
+def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
+    return (~key_padding_mask).reshape(-1, 1, 1, key_padding_mask.shape[-1])
+""",
+    ),
+    Accepted(
+        cell="key_padding_to_sdpa_mask",
+        name="logical_not + unflatten",
+        source="""\
+def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
+    return torch.logical_not(key_padding_mask).unflatten(-1, (1, 1, -1))
 """,
     ),
 ]
