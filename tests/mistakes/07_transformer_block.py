@@ -332,3 +332,131 @@ ACCEPTED = [
     return out, torch.cat([real.new_ones(B, 1), real], dim=1)
 '''),
 ]
+
+# Second blind red-team pass: wrong answers that kept full marks until the hidden tests covered them
+# (torch's other normalisations, E[x^2] - mean^2, d = 1, 1-D/4-D and non-contiguous x, bfloat16,
+# masks that are not a prefix, a batch of one, T = 0), then right answers in styles of their own.
+_LN_DEF = ("def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:\n"
+           '    """x (..., d), gamma (d,), beta (d,) -> gamma * (x - mean) / sqrt(var + eps) + beta, over the last axis."""\n')
+_FF_DEF = ("def feed_forward(x: torch.Tensor, W1: torch.Tensor, b1: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:\n"
+           '    """max(0, x W1 + b1) W2 + b2, applied to every position: (..., d) -> (..., d)."""\n')
+_EB_DEF = ("def encoder_block(x, attn, ffn, norm1, norm2, norm_first: bool, mask=None) -> torch.Tensor:\n"
+           '    """One transformer encoder block. (B, T, d) -> (B, T, d)."""\n')
+_MP_DEF = ("def masked_mean_pool(h: torch.Tensor, real: torch.Tensor) -> torch.Tensor:\n"
+           '    """Mean of h (B, T, d) over the real tokens -> (B, d)."""\n')
+_PC_DEF = ("def prepend_cls(h: torch.Tensor, real: torch.Tensor, cls: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:\n"
+           '    """(B, T, d), (B, T), (d,) -> (B, T+1, d), (B, T+1)."""\n')
+
+MISTAKES += [
+    Mistake(cell="layer_norm", name="F.group_norm with one group (torch's norm in disguise)", kind="ban",
+            rejected_by=("test_layer_norm",), source=_LN_DEF + '''    flat = x.reshape(-1, x.shape[-1])
+    return F.group_norm(flat, 1, gamma, beta, eps).reshape(x.shape)
+'''),
+    Mistake(cell="layer_norm", name="F.instance_norm on (N, 1, d)", kind="ban",
+            rejected_by=("test_layer_norm",), source=_LN_DEF + '''    out = F.instance_norm(x.reshape(-1, 1, x.shape[-1]), eps=eps).reshape(x.shape)
+    return gamma * out + beta
+'''),
+    Mistake(cell="layer_norm", name="F.rms_norm of the centred x", kind="ban",
+            rejected_by=("test_layer_norm",), source=_LN_DEF + '''    centred = x - x.mean(-1, keepdim=True)
+    return F.rms_norm(centred, (x.shape[-1],), gamma, eps) + beta
+'''),
+    Mistake(cell="layer_norm", name="F.batch_norm on the transposed (d, N) view", kind="ban",
+            rejected_by=("test_layer_norm",), source=_LN_DEF + '''    flat = x.reshape(-1, x.shape[-1]).T
+    out = F.batch_norm(flat, None, None, training=True, eps=eps).T
+    return out.reshape(x.shape) * gamma + beta
+'''),
+    Mistake(cell="layer_norm", name="variance as E[x^2] - mean^2 (cancels in float32 for large offsets)", kind="boundary",
+            rejected_by=("test_layer_norm",),
+            replace=(("((x - mean) ** 2).mean(dim=-1, keepdim=True)", "(x * x).mean(dim=-1, keepdim=True) - mean * mean"),)),
+    Mistake(cell="layer_norm", name="unbiased variance rescaled by (d - 1) / d (NaN at d = 1)", kind="boundary",
+            rejected_by=("test_layer_norm",),
+            replace=(("((x - mean) ** 2).mean(dim=-1, keepdim=True)", "x.var(dim=-1, keepdim=True) * (x.shape[-1] - 1) / x.shape[-1]"),)),
+    Mistake(cell="layer_norm", name="gamma and beta viewed as (1, -1): a (d,) x comes back (1, d)", kind="boundary",
+            rejected_by=("test_layer_norm",),
+            replace=(("return gamma * (x - mean) / torch.sqrt(var + eps) + beta",
+                      "return gamma.view(1, -1) * (x - mean) / torch.sqrt(var + eps) + beta.view(1, -1)"),)),
+    Mistake(cell="layer_norm", name="x.view(-1, d) fails on a non-contiguous x", kind="boundary",
+            rejected_by=("test_layer_norm",), source=_LN_DEF + '''    flat = x.view(-1, x.shape[-1])
+    mu = flat.mean(1, keepdim=True)
+    var = ((flat - mu) ** 2).mean(1, keepdim=True)
+    return (gamma * (flat - mu) / torch.sqrt(var + eps) + beta).view(x.shape)
+'''),
+    Mistake(cell="feed_forward", name="x.view(-1, d) fails on a non-contiguous x", kind="boundary",
+            rejected_by=("test_feed_forward",), source=_FF_DEF + '''    flat = x.view(-1, x.shape[-1])
+    return (torch.relu(flat @ W1 + b1) @ W2 + b2).view(x.shape)
+'''),
+    Mistake(cell="feed_forward", name="ReLU as h * (h > 0).float() (bfloat16 input promoted, crashes)", kind="dtype",
+            rejected_by=("test_feed_forward",), source=_FF_DEF + '''    h = x @ W1 + b1
+    h = h * (h > 0).float()
+    return h @ W2 + b2
+'''),
+    Mistake(cell="masked_mean_pool", name="count as .float() (bfloat16 h gives float32)", kind="dtype",
+            rejected_by=("test_masked_mean_pool",), source=_MP_DEF + '''    total = (h * real.unsqueeze(-1)).sum(dim=1)
+    return total / real.sum(dim=1, keepdim=True).float()
+'''),
+    Mistake(cell="masked_mean_pool", name="assumes right padding: mean of the first len tokens", kind="boundary",
+            rejected_by=("test_masked_mean_pool",), source=_MP_DEF + '''    lengths = real.sum(1)
+    return torch.stack([h[b, : int(lengths[b])].mean(0) for b in range(h.shape[0])])
+'''),
+    Mistake(cell="masked_mean_pool", name="a batch of one special-cased as a plain mean (padding counted)", kind="boundary",
+            rejected_by=("test_masked_mean_pool",), source=_MP_DEF + '''    if h.shape[0] == 1:
+        return h.mean(1)
+    m = real.unsqueeze(-1).to(h.dtype)
+    return (h * m).sum(1) / m.sum(1)
+'''),
+    Mistake(cell="prepend_cls", name="mask column from torch.ones_like(real[:, :1]) (empty when T = 0)", kind="boundary",
+            rejected_by=("test_prepend_cls",),
+            replace=(("torch.ones(B, 1, dtype=torch.bool, device=h.device)", "torch.ones_like(real[:, :1])"),)),
+    Mistake(cell="prepend_cls", name="cls row built as h[:, :1] * 0 + cls (T = 0; NaN where h holds inf)", kind="boundary",
+            rejected_by=("test_prepend_cls",),
+            replace=(("first = cls.expand(B, 1, h.size(-1))", "first = h[:, :1] * 0 + cls"),)),
+]
+
+ACCEPTED += [
+    Accepted(cell="layer_norm", name="var_mean(correction=0), rsqrt and addcmul", source=_LN_DEF + '''    var, mu = torch.var_mean(x, dim=-1, keepdim=True, correction=0)
+    return torch.addcmul(beta, gamma, (x - mu) * torch.rsqrt(var + eps))
+'''),
+    Accepted(cell="layer_norm", name="std(unbiased=False) squared inside the square root", source=_LN_DEF + '''    mu = x.mean(-1, keepdim=True)
+    sigma2 = x.std(-1, unbiased=False, keepdim=True) ** 2
+    return gamma * ((x - mu) / torch.sqrt(sigma2 + eps)) + beta
+'''),
+    Accepted(cell="feed_forward", name="h[h < 0] = 0 in place on the fresh hidden layer", source=_FF_DEF + '''    h = x @ W1 + b1
+    h[h < 0] = 0
+    return h @ W2 + b2
+'''),
+    Accepted(cell="feed_forward", name="reshape to 2-D, addmm, reshape back", source=_FF_DEF + '''    flat = x.reshape(-1, x.shape[-1])
+    h = torch.addmm(b1, flat, W1).relu()
+    return torch.addmm(b2, h, W2).reshape(x.shape)
+'''),
+    Accepted(cell="encoder_block", name="attn.forward with keywords, explicit names", source=_EB_DEF + '''    if not norm_first:
+        attn_out, _weights = attn.forward(x, x, x, mask=mask)
+        o = norm1(x + attn_out)
+        return norm2(o + ffn(o))
+    y = norm1(x)
+    attn_out, _weights = attn.forward(y, y, y, mask=mask)
+    r = x + attn_out
+    return r + ffn(norm2(r))
+'''),
+    Accepted(cell="masked_mean_pool", name="nanmean over NaN-filled padding", source=_MP_DEF + '''    filled = h.masked_fill(~real.unsqueeze(-1), float("nan"))
+    return torch.nanmean(filled, dim=1)
+'''),
+    Accepted(cell="masked_mean_pool", name="bmm with the normalised mask weights", source=_MP_DEF + '''    w = real.to(h.dtype)
+    w = w / w.sum(dim=1, keepdim=True)
+    return torch.bmm(w.unsqueeze(1), h).squeeze(1)
+'''),
+    Accepted(cell="masked_mean_pool", name="torch.where, sum and count cast to h's dtype", source=_MP_DEF + '''    kept = torch.where(real[..., None], h, torch.zeros_like(h))
+    return kept.sum(1) / real.sum(1, keepdim=True).to(h.dtype)
+'''),
+    Accepted(cell="prepend_cls", name="empty buffer filled by slice assignment", source=_PC_DEF + '''    B, T, d = h.shape
+    out = h.new_empty(B, T + 1, d)
+    out[:, 0] = cls
+    out[:, 1:] = h
+    new_real = torch.ones(B, T + 1, dtype=torch.bool, device=h.device)
+    new_real[:, 1:] = real
+    return out, new_real
+'''),
+    Accepted(cell="prepend_cls", name="stack of cls per sentence and real.new_full", source=_PC_DEF + '''    B = h.shape[0]
+    head = torch.stack([cls] * B).unsqueeze(1)
+    return torch.cat([head, h], 1), torch.cat([real.new_full((B, 1), True), real], 1)
+'''),
+]
