@@ -88,3 +88,16 @@ def test_word_vocab_unknown_and_from_texts():
     assert vocab.encode("a zz", add_eos=False) == [4, vocab.unk_id]
     with pytest.raises(ValueError):
         tr.WordVocab(("a", "a"))
+
+
+def test_word_vocab_shares_char_vocab_code():
+    from course_utils.seq2seq_data import CharVocab
+
+    vocab = tr.WordVocab(("a", "b"))
+    assert isinstance(vocab, CharVocab) and vocab.words == ("a", "b") and vocab == tr.WordVocab(["a", "b"])
+    assert repr(vocab) == "WordVocab(words=('a', 'b'))"
+    assert vocab.tokens("a  b ") == ["a", "b"]
+    # ids outside the vocabulary read as <unk>; words joined by spaces; decoding stops at <eos>
+    assert vocab.decode([vocab.bos_id, 4, 99, 5, vocab.eos_id, 4]) == "a <unk> b"
+    chars = CharVocab(("a", "b"))
+    assert chars.decode([4, 99, vocab.unk_id, 5]) == "a??b" and chars.encode("ab c") == [4, 5, 3, 3, 2]

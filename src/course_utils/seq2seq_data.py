@@ -55,18 +55,30 @@ SPECIALS = (PAD, BOS, EOS, UNK)
 # --------------------------------------------------------------------------- vocabulary
 @dataclass(frozen=True)
 class CharVocab:
-    """Characters <-> integer ids. Ids 0..3 are ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>``."""
+    """Characters <-> integer ids. Ids 0..3 are ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>``.
+
+    Splitting a text into tokens and joining tokens back are two small hooks, :meth:`_tokens`
+    and :meth:`_join`; :class:`course_utils.translation.WordVocab` overrides them for words.
+    """
 
     chars: tuple[str, ...]
 
     def __post_init__(self) -> None:
         if len(set(self.chars)) != len(self.chars):
-            raise ValueError("CharVocab characters must be unique")
+            raise ValueError(f"{type(self).__name__} tokens must be unique")
         object.__setattr__(self, "_index", {tok: i for i, tok in enumerate(self.itos)})
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> "CharVocab":
         return cls(tuple(sorted(set("".join(texts)))))
+
+    def _tokens(self, text: str) -> list[str]:
+        """The tokens of ``text``: its characters."""
+        return list(text)
+
+    def _join(self, tokens: list[str]) -> str:
+        """Text from tokens; a special token (several characters, e.g. ``<unk>``) prints as ``?``."""
+        return "".join(t if len(t) == 1 else "?" for t in tokens)
 
     @property
     def itos(self) -> tuple[str, ...]:
@@ -92,13 +104,14 @@ class CharVocab:
         return len(SPECIALS) + len(self.chars)
 
     def encode(self, text: str, *, add_eos: bool = True) -> list[int]:
-        """Ids of the characters of ``text`` (unknown ones -> ``<unk>``), then ``<eos>``."""
+        """Ids of the tokens of ``text`` (unknown ones -> ``<unk>``), then ``<eos>``."""
         index = self._index  # type: ignore[attr-defined]
-        ids = [index.get(ch, self.unk_id) for ch in text]
+        ids = [index.get(tok, self.unk_id) for tok in self._tokens(text)]
         return ids + [self.eos_id] if add_eos else ids
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        """Text of ``ids``: stops at the first ``<eos>``, skips ``<pad>`` and ``<bos>``."""
+        """Text of ``ids``: stops at the first ``<eos>``, skips ``<pad>`` and ``<bos>``; an id
+        outside the vocabulary reads as ``<unk>``."""
         if isinstance(ids, torch.Tensor):
             ids = ids.tolist()
         out = []
@@ -108,8 +121,8 @@ class CharVocab:
                 break
             if i in (self.pad_id, self.bos_id):
                 continue
-            out.append(self.itos[i] if 0 <= i < len(self) else "?")
-        return "".join(c if len(c) == 1 else "?" for c in out)
+            out.append(self.itos[i] if 0 <= i < len(self) else UNK)
+        return self._join(out)
 
 
 def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -28,10 +28,9 @@ import random
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import torch
 from datasets import Dataset, DatasetDict
 
-from course_utils.seq2seq_data import SPECIALS
+from course_utils.seq2seq_data import CharVocab
 
 __all__ = [
     "LANGUAGES",
@@ -240,53 +239,34 @@ def make_translation(
 
 
 # --------------------------------------------------------------------------- vocabulary
-@dataclass(frozen=True)
-class WordVocab:
-    """Words <-> ids, with :class:`~course_utils.seq2seq_data.CharVocab`'s interface and special ids
-    (``<pad>`` = 0, ``<bos>`` = 1, ``<eos>`` = 2, ``<unk>`` = 3). Texts are split on spaces."""
+class WordVocab(CharVocab):
+    """Words <-> ids: :class:`~course_utils.seq2seq_data.CharVocab` with words as tokens (same
+    interface and special ids, ``<pad>`` = 0, ``<bos>`` = 1, ``<eos>`` = 2, ``<unk>`` = 3).
+    Texts are split on spaces and decoded words joined by one space."""
 
-    words: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if len(set(self.words)) != len(self.words):
-            raise ValueError("WordVocab words must be unique")
-        object.__setattr__(self, "_index", {tok: i for i, tok in enumerate(self.itos)})
+    def __init__(self, words: Sequence[str]) -> None:
+        super().__init__(tuple(words))
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> "WordVocab":
         return cls(tuple(sorted({w for t in texts for w in t.split()})))
 
     @property
-    def itos(self) -> tuple[str, ...]:
-        return SPECIALS + self.words
+    def words(self) -> tuple[str, ...]:
+        return self.chars
 
-    pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
+    def __repr__(self) -> str:
+        return f"WordVocab(words={self.words!r})"
 
-    def __len__(self) -> int:
-        return len(SPECIALS) + len(self.words)
-
-    def tokens(self, text: str) -> list[str]:
+    def _tokens(self, text: str) -> list[str]:
         return text.split()
 
-    def encode(self, text: str, *, add_eos: bool = True) -> list[int]:
-        """Ids of the words of ``text`` (unknown ones -> ``<unk>``), then ``<eos>``."""
-        index = self._index  # type: ignore[attr-defined]
-        ids = [index.get(w, self.unk_id) for w in text.split()]
-        return ids + [self.eos_id] if add_eos else ids
+    def _join(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
 
-    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        """Words of ``ids`` joined by spaces: stops at the first ``<eos>``, skips ``<pad>`` and ``<bos>``."""
-        if isinstance(ids, torch.Tensor):
-            ids = ids.tolist()
-        out = []
-        for i in ids:
-            i = int(i)
-            if i == self.eos_id:
-                break
-            if i in (self.pad_id, self.bos_id):
-                continue
-            out.append(self.itos[i] if 0 <= i < len(self) else "<unk>")
-        return " ".join(out)
+    def tokens(self, text: str) -> list[str]:
+        """The words of ``text``."""
+        return self._tokens(text)
 
 
 def translation_vocab(lang: str | Sequence[str] = LANGUAGES) -> WordVocab:
