@@ -206,3 +206,36 @@ def test_banned_calls_catch_every_route_to_a_banned_function(route):
     with banned_calls("softmax", "log_softmax"):
         e = (x - x.amax(-1, keepdim=True)).exp()
         e / e.sum(-1, keepdim=True)
+
+
+def test_leaves_unchanged_catches_in_place_changes_and_mode_switches():
+    from course_utils.checks import leaves_unchanged
+
+    x, lengths = torch.randn(3), torch.tensor([2, 1])
+    with leaves_unchanged("f", x, [lengths]):
+        (x + 1, lengths.unsqueeze(1))            # reading is fine
+    with pytest.raises(CheckFailed, match="shape"):
+        with leaves_unchanged("f", lengths):
+            lengths.unsqueeze_(1)
+    with pytest.raises(CheckFailed, match="values"):
+        with leaves_unchanged("f", x):
+            x.data.clamp_(0, 1)
+    y = torch.randn(2)
+    with pytest.raises(CheckFailed, match="requires_grad"):
+        with leaves_unchanged("f", y):
+            y.requires_grad_(True)
+    nan = torch.tensor([float("nan"), 1.0])
+    with leaves_unchanged("f", nan):              # NaN equals NaN here
+        pass
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))
+    with pytest.raises(CheckFailed, match="eval mode"):
+        with leaves_unchanged("f", model):
+            model.eval()
+    model.train()
+    with pytest.raises(CheckFailed, match="requires_grad"):
+        with leaves_unchanged("f", model):
+            model.requires_grad_(False)
+    model.requires_grad_(True)
+    with leaves_unchanged("f", model):           # switched back: fine
+        model.eval()
+        model.train()

@@ -29,6 +29,7 @@ __all__ = [
     "check_close",
     "check_scalar",
     "check_raises",
+    "leaves_unchanged",
     "substitute",
     "check_device_dtype",
     "check_backward",
@@ -188,6 +189,51 @@ def check_raises(
     except Exception as error:  # noqa: BLE001 - the student's code may raise anything
         _fail(f"{name} raised {type(error).__name__}, but should raise {exception.__name__}.", hint)
     _fail(f"{name} should raise {exception.__name__}, but raised nothing.", hint)
+
+
+@contextmanager
+def leaves_unchanged(
+    name: str,
+    *arguments: Any,
+    hint: str | None = None,
+) -> Iterator[None]:
+    """Fail if the block changes an argument it was only meant to read.
+
+    Tensors (in ``arguments``, or inside lists, tuples and dicts there) must keep their values,
+    shape, dtype and ``requires_grad``; modules must keep their train/eval mode (every
+    submodule's) and every parameter's ``requires_grad``. For in-place slips such as
+    ``lengths.unsqueeze_(1)``, ``target.masked_fill_(...)`` or a ``model.eval()`` left behind::
+
+        with leaves_unchanged("decoder_self_mask", tgt_in):
+            decoder_self_mask(tgt_in, 0)
+    """
+    __tracebackhide__ = True
+    modules = [a for a in arguments if isinstance(a, torch.nn.Module)]
+    tensors = [t for a in arguments if not isinstance(a, torch.nn.Module) for t in _tensors_in(a)]
+    before = [(t.detach().clone(), t.shape, t.dtype, t.requires_grad) for t in tensors]
+    modes = [[m.training for m in module.modules()] for module in modules]
+    trainable = [[p.requires_grad for p in module.parameters()] for module in modules]
+    yield
+    for i, (t, (values, shape, dtype, grad)) in enumerate(zip(tensors, before)):
+        what = f"tensor argument {i + 1}" if len(tensors) > 1 else "its tensor argument"
+        if t.shape != shape or t.dtype != dtype:
+            _fail(f"{name} changed {what} in place: shape {tuple(shape)} {dtype} became {tuple(t.shape)} "
+                  f"{t.dtype}. Work on a new tensor (x.unsqueeze(1), not x.unsqueeze_(1)).", hint)
+        if t.requires_grad != grad:
+            _fail(f"{name} changed requires_grad of {what} ({grad} -> {t.requires_grad}). Use a copy "
+                  "(x.detach().requires_grad_()) if you need gradients with respect to it.", hint)
+        if not torch.equal(t.detach(), values) and not (values.is_floating_point() and
+                                                        torch.equal(t.detach().isnan(), values.isnan()) and
+                                                        torch.equal(t.detach().nan_to_num(), values.nan_to_num())):
+            _fail(f"{name} changed the values of {what} in place. The caller still needs them: do not write "
+                  "into an argument (no `x[...] = `, `x.masked_fill_`, `x.data`, `x.copy_`); build a new tensor.", hint)
+    for module, mode, grads in zip(modules, modes, trainable):
+        if [m.training for m in module.modules()] != mode:
+            _fail(f"{name} left the model in {'training' if module.training else 'eval'} mode. If you switch "
+                  "modes (model.eval()), switch back to the mode you found before returning.", hint)
+        if [p.requires_grad for p in module.parameters()] != grads:
+            _fail(f"{name} changed requires_grad of the model's parameters. Leave them as you found them "
+                  "(use torch.no_grad() for a computation that needs no gradients).", hint)
 
 
 @contextmanager
