@@ -129,3 +129,15 @@ def test_reviews_are_unlabelled_one_polarity_and_avoid_a_split():
             m in s for m in (" not ", " far ", " hardly "))]
         pol = {w in UNSEEN_POSITIVE_ADJ + ("good", "great", "fun", "brilliant", "charming", "moving") for w in plain}
         assert len(pol) <= 1, review
+
+
+def test_reviews_plain_fraction():
+    from course_utils.sentiment_data import make_reviews
+
+    plain = make_reviews(200, seed=3, plain=1.0)
+    sentences = [s for r in plain["text"] for s in r.split(" .") if s.strip()]
+    assert not any(m in s for s in sentences for m in (" not ", " far from ", " hardly ", "wouldn't"))
+    mixed = make_reviews(200, seed=3, plain=0.0)
+    negated = [s for r in mixed["text"] for s in r.split(" .") if s.strip() and " was " in s and "," in s and " and " in s]
+    assert not negated   # the list form "was a , b and c" only comes from plain sentences
+    assert make_reviews(50, seed=4)["text"] == make_reviews(50, seed=4)["text"]

@@ -335,11 +335,31 @@ def make_unseen_words(n: int = 500, *, seed: int = 1) -> Dataset:
     return Dataset.from_dict(rows)
 
 
-def make_reviews(n: int = 2000, *, seed: int = 2, sentences: tuple[int, int] = (3, 5),
+def _plain_sentence(rng: random.Random, polarity: int) -> str:
+    """An affirmative sentence of ``polarity`` mixing seen and unseen words: "the film was superb and great"."""
+    pos, neg = UNSEEN_POSITIVE_ADJ + POSITIVE_ADJ, UNSEEN_NEGATIVE_ADJ + NEGATIVE_ADJ
+    adjs = pos if polarity else neg
+    verbs = [v for v in UNSEEN_VERBS + VERBS if v[2] == polarity]
+    obj, s = rng.choice(OBJECTS), rng.choice(SUBJECTS)
+    form = rng.randrange(4)
+    if form == 0:
+        return f"{obj} was {rng.choice(adjs)}"
+    if form == 1:
+        a, b, c = rng.sample(adjs, 3)
+        return f"{obj} was {a} , {b} and {c}"
+    if form == 2:
+        return f"{s} {rng.choice(verbs)[1]} {obj}"
+    return f"{s} {rng.choice(verbs)[1]} {obj} , it was {rng.choice(adjs)}"
+
+
+def make_reviews(n: int = 2000, *, seed: int = 2, sentences: tuple[int, int] = (3, 5), plain: float = 0.7,
                  avoid: Iterable[str] = ()) -> Dataset:
     """``n`` unlabelled reviews (column ``text``): each joins 3 to 5 sentences of ONE polarity, mixing
     the labelled lexicon with the unseen synonyms and paraphrases, so that "superb" keeps company with
-    "great" and "loved". Sentences in ``avoid`` (e.g. an evaluation split) are never used."""
+    "great" and "loved". A fraction ``plain`` of the sentences are affirmative ("the film was superb and
+    great", "she cherished it , it was brilliant"), the rest use negation or a paraphrase ("i did not
+    detest the play", "the show was far from dull"). Sentences in ``avoid`` (e.g. an evaluation split)
+    are never used."""
     rng = random.Random(seed)
     avoid = set(avoid)
     texts = []
@@ -347,8 +367,11 @@ def make_reviews(n: int = 2000, *, seed: int = 2, sentences: tuple[int, int] = (
         polarity = rng.randrange(2)
         parts: list[str] = []
         while len(parts) < rng.randint(*sentences):
-            template = rng.choice(("synonym", "synonym", "paraphrase"))
-            text = _unseen_sentence(rng, template, polarity, seen_ok=True)
+            if rng.random() < plain:
+                text = _plain_sentence(rng, polarity)
+            else:
+                template = rng.choice(("synonym", "paraphrase"))
+                text = _unseen_sentence(rng, template, polarity, seen_ok=True)
             if text not in avoid:
                 parts.append(text)
         texts.append(" . ".join(parts) + " .")
