@@ -211,6 +211,125 @@ def accuracy_by_bucket(predictions: list[str], targets: list[str], lengths: list
                          "char": sum(char_accuracy(predictions[i], targets[i]) for i in idx) / len(idx)})
     return rows
 '''),
+    # second blind red team (round 2): escapes closed by new tests
+    Mistake(cell='context_decoder_step', name='squeeze() on the embedding (B=1 breaks)', kind='boundary',
+            rejected_by=('test_context_decoder_step',), source='''\
+def context_decoder_step(decoder: ContextDecoder, y_prev: torch.Tensor, s_prev: torch.Tensor,
+                         context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One step of the decoder without attention -> (logits (B, V), new state s (B, D))."""
+    e = decoder.embed(y_prev.view(-1, 1)).squeeze()
+    s = decoder.cell(torch.cat([e, context], dim=-1), s_prev)
+    logits = decoder.out(torch.cat([s, context, e], dim=-1))
+    return logits, s
+'''),
+    Mistake(cell='teacher_forcing_loss', name='mask from model.encode not passed to decoder.step (loss)', kind='argument',
+            rejected_by=('test_teacher_forcing_loss',), source='''\
+def teacher_forcing_loss(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, tgt: torch.Tensor,
+                         bos_id: int, pad_id: int) -> torch.Tensor:
+    """Mean cross-entropy of tgt (B, T) given src, with the true previous tokens as decoder inputs."""
+    states, state, _ = model.encode(src, src_len)
+    B, T = tgt.shape
+    inputs = torch.cat([torch.full((B, 1), bos_id, dtype=tgt.dtype, device=tgt.device), tgt[:, :-1]], dim=1)
+    logits = []
+    for t in range(T):
+        step_logits, state, _ = model.decoder.step(inputs[:, t], state, states, None)
+        logits.append(step_logits)
+    logits = torch.stack(logits, dim=1)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1), ignore_index=pad_id)
+'''),
+    Mistake(cell='greedy_decode', name='mask from model.encode not passed to decoder.step (greedy)', kind='argument',
+            rejected_by=('test_greedy_decode',), source='''\
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Most likely token at every step, fed back as the next input -> ids (B, T <= max_len)."""
+    with torch.no_grad():
+        states, state, _ = model.encode(src, src_len)
+        y = torch.full((src.size(0),), model.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        outs = []
+        for _ in range(max_len):
+            logits, state, _ = model.decoder.step(y, state, states, None)
+            y = logits.argmax(-1)
+            y = torch.where(done, torch.full_like(y, model.eos_id), y)
+            outs.append(y)
+            done = done | (y == model.eos_id)
+            if done.all():
+                break
+        return torch.stack(outs, dim=1)
+'''),
+    Mistake(cell='accuracy_by_bucket', name='hi = largest length observed in the bucket, not edge - 1', kind='boundary',
+            rejected_by=('test_accuracy_by_bucket',), source='''\
+def char_accuracy(prediction: str, target: str) -> float:
+    """Fraction of the target's characters found at the same position in the prediction."""
+    if len(target) == 0:
+        return 1.0
+    return sum(p == t for p, t in zip(prediction, target)) / len(target)
+
+
+def accuracy_by_bucket(predictions: list[str], targets: list[str], lengths: list[int], edges: list[int]) -> list[dict]:
+    """One dict {"lo", "hi", "n", "exact", "char"} per non-empty bucket [edges[j], edges[j+1])."""
+    rows = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        idx = [i for i, n in enumerate(lengths) if lo <= n < hi]
+        if not idx:
+            continue
+        rows.append({"lo": lo, "hi": max(lengths[i] for i in idx), "n": len(idx),
+                     "exact": sum(predictions[i] == targets[i] for i in idx) / len(idx),
+                     "char": sum(char_accuracy(predictions[i], targets[i]) for i in idx) / len(idx)})
+    return rows
+'''),
+    Mistake(cell='teacher_forcing_loss', name='logits cast with .float() before the loss (float64 model)', kind='dtype',
+            rejected_by=('test_teacher_forcing_loss',), source='''\
+def teacher_forcing_loss(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, tgt: torch.Tensor,
+                         bos_id: int, pad_id: int) -> torch.Tensor:
+    """Mean cross-entropy of tgt (B, T) given src, with the true previous tokens as decoder inputs."""
+    states, state, mask = model.encode(src, src_len)
+    B, T = tgt.shape
+    inputs = torch.cat([torch.full((B, 1), bos_id, dtype=tgt.dtype, device=tgt.device), tgt[:, :-1]], dim=1)
+    logits = []
+    for t in range(T):
+        step_logits, state, _ = model.decoder.step(inputs[:, t], state, states, mask)
+        logits.append(step_logits)
+    logits = torch.stack(logits, dim=1).float()
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1), ignore_index=pad_id)
+'''),
+    Mistake(cell='greedy_decode', name='no torch.no_grad in greedy_decode', kind='autograd',
+            rejected_by=('test_greedy_decode',), source='''\
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Most likely token at every step, fed back as the next input -> ids (B, T <= max_len)."""
+    states, state, mask = model.encode(src, src_len)
+    y = torch.full((src.size(0),), model.bos_id, dtype=torch.long, device=src.device)
+    done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+    outs = []
+    for _ in range(max_len):
+        logits, state, _ = model.decoder.step(y, state, states, mask)
+        y = logits.argmax(-1)
+        y = torch.where(done, torch.full_like(y, model.eos_id), y)
+        outs.append(y)
+        done = done | (y == model.eos_id)
+        if done.all():
+            break
+    return torch.stack(outs, dim=1)
+'''),
+    Mistake(cell='greedy_decode', name="calls model.eval() and leaves the caller's model in eval mode", kind='structure',
+            rejected_by=('test_greedy_decode',), source='''\
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Most likely token at every step, fed back as the next input -> ids (B, T <= max_len)."""
+    model.eval()
+    with torch.no_grad():
+        states, state, mask = model.encode(src, src_len)
+        y = torch.full((src.size(0),), model.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        outs = []
+        for _ in range(max_len):
+            logits, state, _ = model.decoder.step(y, state, states, mask)
+            y = logits.argmax(-1)
+            y = torch.where(done, torch.full_like(y, model.eos_id), y)
+            outs.append(y)
+            done = done | (y == model.eos_id)
+            if done.all():
+                break
+        return torch.stack(outs, dim=1)
+'''),
 ]
 
 # right answers in other styles, written blind from the release (issue 12): each must pass its tests
@@ -468,5 +587,128 @@ def teacher_forcing_loss(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tenso
             count += int(real.sum())
         y_prev = tgt[:, t]
     return total / count
+'''),
+    # second blind red team (round 2): right answers that must keep passing
+    Accepted(cell='encode', name='summary gathered from the unpacked states, split in two halves', source='''\
+def encode(encoder: Encoder, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """src (B, S) ids, src_len (B,) -> states (B, S, H) with zeros at padding, summary (B, H) = [h_L ; g_1]."""
+    x = encoder.embed(src)
+    packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+    out, h_n = encoder.gru(packed)
+    states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
+    B = src.size(0)
+    idx = torch.arange(B, device=src.device)
+    half = states.size(-1) // 2
+    fwd = states[idx, src_len.to(src.device) - 1, :half]
+    bwd = states[:, 0, half:]
+    return states, torch.cat([fwd, bwd], dim=-1)
+'''),
+    Accepted(cell='encode', name='sort by length, pack sorted, unsort', source='''\
+def encode(encoder: Encoder, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """src (B, S) ids, src_len (B,) -> states (B, S, H) with zeros at padding, summary (B, H) = [h_L ; g_1]."""
+    lens, order = torch.sort(src_len.cpu(), descending=True)
+    undo = torch.argsort(order)
+    x = encoder.embed(src[order.to(src.device)])
+    out, h_n = encoder.gru(pack_padded_sequence(x, lens, batch_first=True))
+    states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))
+    summary = h_n.transpose(0, 1).reshape(src.size(0), -1)
+    undo = undo.to(src.device)
+    return states[undo], summary[undo]
+'''),
+    Accepted(cell='encode', name='lengths as a Python list, h_n[-2], h_n[-1]', source='''\
+def encode(encoder: Encoder, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """src (B, S) ids, src_len (B,) -> states (B, S, H) with zeros at padding, summary (B, H) = [h_L ; g_1]."""
+    packed = pack_padded_sequence(encoder.embed(src), src_len.tolist(), batch_first=True, enforce_sorted=False)
+    out, h_n = encoder.gru(packed)
+    states, _ = pad_packed_sequence(out, batch_first=True, padding_value=0.0, total_length=src.shape[1])
+    return states, torch.cat((h_n[-2], h_n[-1]), dim=1)
+'''),
+    Accepted(cell='teacher_forcing_loss', name='log_softmax + gather, masked mean', source='''\
+def teacher_forcing_loss(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, tgt: torch.Tensor,
+                         bos_id: int, pad_id: int) -> torch.Tensor:
+    """Mean cross-entropy of tgt (B, T) given src, with the true previous tokens as decoder inputs."""
+    states, state, mask = model.encode(src, src_len)
+    inputs = tgt.roll(1, dims=1)
+    inputs[:, 0] = bos_id
+    nll = []
+    for t in range(tgt.size(1)):
+        logits, state, _ = model.decoder.step(inputs[:, t], state, states, mask)
+        logp = torch.log_softmax(logits, dim=-1)
+        nll.append(-logp.gather(1, tgt[:, t:t + 1]).squeeze(1))
+    nll = torch.stack(nll, dim=1)
+    keep = tgt != pad_id
+    return (nll * keep).sum() / keep.sum()
+'''),
+    Accepted(cell='greedy_decode', name='preallocated eos buffer, loop with break', source='''\
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Most likely token at every step, fed back as the next input -> ids (B, T <= max_len)."""
+    B = src.size(0)
+    out = torch.full((B, max_len), model.eos_id, dtype=torch.long, device=src.device)
+    with torch.no_grad():
+        states, state, mask = model.encode(src, src_len)
+        y = torch.full((B,), model.bos_id, dtype=torch.long, device=src.device)
+        alive = torch.ones(B, dtype=torch.bool, device=src.device)
+        steps = 0
+        for t in range(max_len):
+            logits, state, _ = model.decoder.step(y, state, states, mask)
+            y = logits.argmax(dim=-1)
+            out[alive, t] = y[alive]
+            alive = alive & (y != model.eos_id)
+            steps = t + 1
+            if not alive.any():
+                break
+    return out[:, :steps]
+'''),
+    Accepted(cell='accuracy_by_bucket', name='bisect bucket index, dict accumulators', source='''\
+import bisect
+
+
+def char_accuracy(prediction: str, target: str) -> float:
+    """Fraction of the target's characters found at the same position in the prediction."""
+    if not target:
+        return 1.0
+    hits = 0
+    for i, ch in enumerate(target):
+        if i < len(prediction) and prediction[i] == ch:
+            hits += 1
+    return hits / len(target)
+
+
+def accuracy_by_bucket(predictions: list[str], targets: list[str], lengths: list[int], edges: list[int]) -> list[dict]:
+    """One dict {"lo", "hi", "n", "exact", "char"} per non-empty bucket [edges[j], edges[j+1])."""
+    groups = {}
+    for p, t, n in zip(predictions, targets, lengths):
+        if n < edges[0] or n >= edges[-1]:
+            continue
+        j = bisect.bisect_right(edges, n) - 1
+        groups.setdefault(j, []).append((p, t))
+    rows = []
+    for j in sorted(groups):
+        g = groups[j]
+        rows.append(dict(lo=edges[j], hi=edges[j + 1] - 1, n=len(g),
+                         exact=sum(p == t for p, t in g) / len(g),
+                         char=sum(char_accuracy(p, t) for p, t in g) / len(g)))
+    return rows
+'''),
+    Accepted(cell='greedy_decode', name="model.eval() for decoding, the caller's mode restored", source='''\
+def greedy_decode(model: Seq2Seq, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Most likely token at every step, fed back as the next input -> ids (B, T <= max_len)."""
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        states, state, mask = model.encode(src, src_len)
+        y = torch.full((src.size(0),), model.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        outs = []
+        for _ in range(max_len):
+            logits, state, _ = model.decoder.step(y, state, states, mask)
+            y = logits.argmax(-1)
+            y = torch.where(done, torch.full_like(y, model.eos_id), y)
+            outs.append(y)
+            done = done | (y == model.eos_id)
+            if done.all():
+                break
+    model.train(was_training)
+    return torch.stack(outs, dim=1)
 '''),
 ]
