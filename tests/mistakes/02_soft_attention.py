@@ -144,6 +144,36 @@ def attention_decoder_step(decoder: AttentionDecoder, y_prev: torch.Tensor, s_pr
     logits, state, weights = decoder.step(y_prev, {"s": s_prev}, states, mask)
     return logits, state["s"], weights
 '''),
+    # found by the blind red team of the second round (they kept full marks before)
+    Mistake(cell='attend', name='mask added as log(mask.float()) (half-precision scores become float32)', kind='dtype',
+            rejected_by=('test_attend',), source='''\
+def attend(scores: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked softmax over source positions, then the weighted sum -> (context (B, H), weights (B, S))."""
+    if mask is not None:
+        scores = scores + torch.log(mask.float())
+    weights = torch.softmax(scores, dim=-1)
+    context = torch.einsum("bs,bsh->bh", weights, values)
+    return context, weights
+'''),
+    Mistake(cell='attend', name='bmm then squeeze() without a dim (B=1 or H=1 breaks)', kind='boundary',
+            rejected_by=('test_attend',),
+            replace=(("context = (weights.unsqueeze(1) @ values).squeeze(1)", "context = (weights.unsqueeze(1) @ values).squeeze()"),)),
+    Mistake(cell='attend', name='masked with -1e9 instead of -inf (overflows float16)', kind='dtype',
+            rejected_by=('test_attend',),
+            replace=(('scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores.masked_fill(mask == 0, -1e9)"),)),
+    Mistake(cell='attention_decoder_step', name='inline masked softmax, context squeezed (B=1 breaks)', kind='boundary',
+            rejected_by=('test_attention_decoder_step',), source='''\
+def attention_decoder_step(decoder: AttentionDecoder, y_prev: torch.Tensor, s_prev: torch.Tensor,
+                           states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One Bahdanau step -> (logits (B, V), new state s (B, D), attention weights (B, S))."""
+    scores = decoder.score(s_prev, states)
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    context = torch.bmm(weights.unsqueeze(1), states).squeeze()
+    e = decoder.embed(y_prev)
+    s = decoder.cell(torch.cat([e, context], dim=-1), s_prev)
+    logits = decoder.out(torch.cat([s, context, e], dim=-1))
+    return logits, s, weights
+'''),
 ]
 
 # right answers in other styles, written blind from the release (issue 12): each must pass its tests
@@ -254,5 +284,55 @@ def attend(scores: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None
         scores = torch.where(mask, scores, torch.tensor(float("-inf")))
     weights = scores.softmax(-1)
     return torch.einsum("bs,bsh->bh", weights, values), weights
+'''),
+    # right answers of the second blind red team: each must pass its tests
+    Accepted(cell='additive_score', name='tensordot for both projections, (x * v).sum', source='''\
+def additive_score(query: torch.Tensor, keys: torch.Tensor, W: torch.Tensor, U: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """e_j = v^T tanh(W s + U h_j): query (B, D), keys (B, S, H), W (A, D), U (A, H), v (A,) -> (B, S)."""
+    ws = torch.tensordot(query, W, dims=([1], [1]))          # (B, A)
+    uh = torch.tensordot(keys, U, dims=([2], [1]))           # (B, S, A)
+    return (torch.tanh(uh + ws[:, None, :]) * v).sum(dim=-1)
+'''),
+    Accepted(cell='dot_general_score', name='F.bilinear for general, bmm for dot', source='''\
+def dot_score(query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """e_j = s . h_j: query (B, D), keys (B, S, D) -> (B, S)."""
+    return torch.bmm(keys, query.unsqueeze(2))[:, :, 0]
+
+
+def general_score(query: torch.Tensor, keys: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """e_j = s^T W h_j: query (B, D), keys (B, S, H), W (D, H) -> (B, S)."""
+    q = query.unsqueeze(1).expand(-1, keys.size(1), -1)
+    return F.bilinear(q, keys, W.unsqueeze(0)).squeeze(-1)
+'''),
+    Accepted(cell='attend', name='log of the mask in the scores\' dtype, matmul', source='''\
+def attend(scores: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked softmax over source positions, then the weighted sum -> (context (B, H), weights (B, S))."""
+    if mask is not None:
+        scores = scores + torch.log(mask.to(scores.dtype))
+    weights = scores.softmax(-1)
+    context = (weights[:, None, :] @ values)[:, 0, :]
+    return context, weights
+'''),
+    Accepted(cell='attend', name='softmax computed in float32, cast back to the inputs\' dtype', source='''\
+def attend(scores: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked softmax over source positions, then the weighted sum -> (context (B, H), weights (B, S))."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
+    return torch.einsum("bs,bsh->bh", weights, values), weights
+'''),
+    Accepted(cell='attention_decoder_step', name='inline masked softmax instead of attend', source='''\
+def attention_decoder_step(decoder: AttentionDecoder, y_prev: torch.Tensor, s_prev: torch.Tensor,
+                           states: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One Bahdanau step -> (logits (B, V), new state s (B, D), attention weights (B, S))."""
+    scores = decoder.score(s_prev, states)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    context = torch.einsum("bs,bsh->bh", weights, states)
+    e = decoder.embed(y_prev)
+    s = decoder.cell(torch.cat([e, context], dim=1), s_prev)
+    logits = decoder.out(torch.cat([s, context, e], dim=1))
+    return logits, s, weights
 '''),
 ]
