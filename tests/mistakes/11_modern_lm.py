@@ -221,6 +221,37 @@ MISTAKES = [
     Mistake(cell="lora_linear", name="plain tensors instead of Parameters", kind="autograd",
             rejected_by=("test_lora_linear",),
             replace=(("self.lora_A = nn.Parameter(", "self.lora_A = ("), ("self.lora_B = nn.Parameter(", "self.lora_B = ("))),
+    # ------------------------------------------------------------------ second blind red team (round 2)
+    Mistake(cell="tokens_to_text", name="strips the leading space of the decoded text", kind="boundary",
+            rejected_by=("test_tokens_to_text",),
+            replace=(('return data.decode("utf-8", errors="replace")', 'return data.decode("utf-8", errors="replace").lstrip(" ")'),)),
+    Mistake(cell="rms_norm", name="gain applied as self.weight.data (never receives a gradient)", kind="autograd",
+            rejected_by=("test_rms_norm",),
+            replace=(("+ self.eps) * self.weight", "+ self.eps) * self.weight.data"),)),
+    Mistake(cell="gq_attention", name="future masked with -1e4 instead of -inf (leaks when scores are large)", kind="boundary",
+            rejected_by=("test_gq_attention",),
+            replace=(("y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                      "scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)\n"
+                      "        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)\n"
+                      "        y = torch.softmax(scores.masked_fill(future, -1e4), dim=-1) @ v"),)),
+    Mistake(cell="llama_forward", name="blocks written into x in place (x.copy_): backward fails", kind="autograd",
+            rejected_by=("test_llama_forward",),
+            replace=(("            x = block(x, cos, sin)", "            x.copy_(block(x, cos, sin))"),)),
+    Mistake(cell="lora_linear", name="frozen base run under torch.no_grad() (cuts the gradient to x)", kind="autograd",
+            rejected_by=("test_lora_linear",),
+            replace=(("return self.base(x) + (x @ self.lora_A.T @ self.lora_B.T) * self.scaling",
+                      "with torch.no_grad():\n"
+                      "            h = self.base(x)\n"
+                      "        return h + (x @ self.lora_A.T @ self.lora_B.T) * self.scaling"),)),
+    Mistake(cell="lora_linear", name="frozen base fed x.detach()", kind="autograd",
+            rejected_by=("test_lora_linear",),
+            replace=(("return self.base(x) +", "return self.base(x.detach()) +"),)),
+    Mistake(cell="lora_linear", name="A and B shaped from slices of the weight (wrong when rank > out_features)", kind="boundary",
+            rejected_by=("test_lora_linear",),
+            replace=(("nn.Parameter(torch.randn(rank, base.in_features, device=w.device, dtype=w.dtype) / math.sqrt(base.in_features))",
+                      "nn.Parameter(torch.randn_like(w[:rank]) / math.sqrt(base.in_features))"),
+                     ("nn.Parameter(torch.zeros(base.out_features, rank, device=w.device, dtype=w.dtype))",
+                      "nn.Parameter(torch.zeros_like(w[:, :rank]))"))),
 ]
 
 # Right answers in other styles than the solution: every test must accept them.
@@ -291,4 +322,38 @@ ACCEPTED = [
                      '\n'
                      '    def forward(self, x):\n'
                      '        return self.base(x) + self.scaling * F.linear(F.linear(x, self.lora_A), self.lora_B)\n')),
+    # ------------------------------------------------------------------ second blind red team (round 2)
+    Accepted(cell="tokens_to_text", name="characters outside the byte alphabet skipped",
+             replace=(("for token in tokens for char in token)", "for token in tokens for char in token if char in byte_decoder)"),)),
+    Accepted(cell="rms_norm", name="no float32 upcast (the prose says it is not required)",
+             replace=(("return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                       "ms = (x * x).mean(-1, keepdim=True)\n        return x / torch.sqrt(ms + self.eps) * self.weight"),)),
+    Accepted(cell="rms_norm", name="einsum sum of squares and rsqrt",
+             replace=(("return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                       "ms = torch.einsum('...d,...d->...', x, x).unsqueeze(-1) / x.shape[-1]\n"
+                       "        return x * (ms + self.eps).rsqrt() * self.weight"),)),
+    Accepted(cell="swiglu", name="gate product written in place into the up projection (mul_)",
+             replace=(("return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))",
+                       "up = self.up_proj(x)\n        up.mul_(F.silu(self.gate_proj(x)))\n        return self.down_proj(up)"),)),
+    Accepted(cell="apply_rope", name="chunk and addcmul",
+             source=("def apply_rope(x, cos, sin):\n"
+                     "    x1, x2 = x.chunk(2, dim=-1)\n"
+                     "    return torch.addcmul(x * cos, torch.cat((-x2, x1), dim=-1), sin)\n")),
+    Accepted(cell="repeat_kv", name="index the head axis with arange // n_rep on x's device",
+             source=("def repeat_kv(x, n_rep):\n"
+                     "    idx = torch.arange(x.size(1) * n_rep, device=x.device) // n_rep\n"
+                     "    return x[:, idx]\n")),
+    Accepted(cell="gq_attention", name="q pre-scaled before RoPE, matmul and a -inf mask",
+             replace=(("q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)",
+                       "q, k = apply_rope(q / math.sqrt(self.head_dim), cos, sin), apply_rope(k, cos, sin)"),
+                      ("y = F.scaled_dot_product_attention(q, k, v, is_causal=True)",
+                       "keep = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))\n"
+                       "        y = (q @ k.transpose(-2, -1)).masked_fill(~keep, float('-inf')).softmax(dim=-1) @ v"),)),
+    Accepted(cell="llama_forward", name="functional embedding and head with the embedding's weight",
+             replace=(("x = self.embed(idx)", "x = F.embedding(idx, self.embed.weight)"),
+                      ("return self.lm_head(self.norm(x))", "return F.linear(self.norm(x), self.embed.weight)"))),
+    Accepted(cell="lora_linear", name="register_parameter with torch.empty and normal_ init",
+             replace=(("self.lora_A = nn.Parameter(torch.randn(rank, base.in_features, device=w.device, dtype=w.dtype) / math.sqrt(base.in_features))",
+                       "self.register_parameter('lora_A', nn.Parameter(torch.empty(rank, base.in_features, device=w.device, dtype=w.dtype)))\n"
+                       "        nn.init.normal_(self.lora_A, std=1 / math.sqrt(base.in_features))"),)),
 ]

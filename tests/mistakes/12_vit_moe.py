@@ -156,6 +156,15 @@ MISTAKES = [
                     "    return (position < capacity).reshape(k, N).T\n")),
     Mistake(kind="reference", cell="capacity_keep", name="reference import", rejected_by=("test_capacity_keep",),
             source="from course_utils.moe import capacity_keep\n"),
+    # second blind red team (round 2): a softmax by hand with no max subtraction
+    Mistake(kind="boundary", cell="top_k_gating", name="softmax by hand without subtracting the max (NaN for large logits)",
+            rejected_by=("test_top_k_gating",),
+            replace=(("probs = torch.softmax(logits, dim=-1)",
+                      "e = torch.exp(logits)\n    probs = e / e.sum(dim=-1, keepdim=True)"),)),
+    Mistake(kind="boundary", cell="top_k_gating", name="softmax by hand subtracting one maximum for the whole batch",
+            rejected_by=("test_top_k_gating",),
+            replace=(("probs = torch.softmax(logits, dim=-1)",
+                      "e = torch.exp(logits - logits.max())\n    probs = e / e.sum(dim=-1, keepdim=True)"),)),
 ]
 
 # Right answers in other styles than the solution: every test must accept them.
@@ -212,4 +221,46 @@ ACCEPTED = [
                      "        where = (queue == e).nonzero().flatten()\n"
                      "        keep[where[:capacity]] = True\n"
                      "    return keep.view(experts.size(1), experts.size(0)).t()\n")),
+    # second blind red team (round 2)
+    Accepted(cell="patchify", name="F.pixel_unshuffle then flatten and transpose",
+             source=("def patchify(images, patch_size):\n"
+                     "    return F.pixel_unshuffle(images, patch_size).flatten(2).transpose(1, 2)\n")),
+    Accepted(cell="patch_embed", name="F.unfold inline and a matrix product (the prose allows any cutting of one's own)",
+             source=("def patch_embed(images, weight, bias, patch_size):\n"
+                     "    cols = F.unfold(images, kernel_size=patch_size, stride=patch_size).transpose(1, 2)\n"
+                     "    out = cols @ weight.reshape(weight.shape[0], -1).T\n"
+                     "    return out if bias is None else out + bias\n")),
+    Accepted(cell="patch_embed", name="tensordot on patchify",
+             source=("def patch_embed(images, weight, bias, patch_size):\n"
+                     "    out = torch.tensordot(patchify(images, patch_size), weight.flatten(1), dims=([2], [1]))\n"
+                     "    return out if bias is None else out + bias\n")),
+    Accepted(cell="top_k_gating", name="stable softmax by hand (row maximum subtracted)",
+             replace=(("probs = torch.softmax(logits, dim=-1)",
+                       "e = torch.exp(logits - logits.max(dim=-1, keepdim=True).values)\n    probs = e / e.sum(dim=-1, keepdim=True)"),)),
+    Accepted(cell="top_k_gating", name="log_softmax, topk, gather, exp",
+             source=("def top_k_gating(logits, k, normalize=True):\n"
+                     "    logp = F.log_softmax(logits, dim=-1)\n"
+                     "    idx = logp.topk(k, dim=-1).indices\n"
+                     "    w = logp.gather(-1, idx).exp()\n"
+                     "    return (w / w.sum(dim=-1, keepdim=True) if normalize else w), idx\n")),
+    Accepted(cell="load_balancing_loss", name="histc counts",
+             source=("def load_balancing_loss(probs, experts):\n"
+                     "    E = probs.shape[1]\n"
+                     "    counts = torch.histc(experts.to(probs.dtype), bins=E, min=0, max=E)\n"
+                     "    return E * (counts / experts.numel() * probs.mean(dim=0)).sum()\n")),
+    Accepted(cell="load_balancing_loss", name="unique with counts, over the experts that appear",
+             source=("def load_balancing_loss(probs, experts):\n"
+                     "    E = probs.shape[1]\n"
+                     "    ids, counts = torch.unique(experts, return_counts=True)\n"
+                     "    return E * (counts.to(probs.dtype) / experts.numel() * probs.mean(0)[ids]).sum()\n")),
+    Accepted(cell="capacity_keep", name="Python counters, result on the input's device",
+             source=("def capacity_keep(experts, n_experts, capacity):\n"
+                     "    N, k = experts.shape\n"
+                     "    used, keep, ex = [0] * n_experts, [[False] * k for _ in range(N)], experts.tolist()\n"
+                     "    for r in range(k):\n"
+                     "        for t in range(N):\n"
+                     "            if used[ex[t][r]] < capacity:\n"
+                     "                used[ex[t][r]] += 1\n"
+                     "                keep[t][r] = True\n"
+                     "    return torch.tensor(keep, dtype=torch.bool, device=experts.device)\n")),
 ]
