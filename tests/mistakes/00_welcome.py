@@ -19,6 +19,28 @@ def count_parameters(module: torch.nn.Module) -> int:
                 total += p.numel()
     return total
 '''),
+    # third blind red-team pass: escapes closed by a scalar parameter and two same-shape layers
+    Mistake(cell='count_parameters', name='np.prod of shapes summed (float for a 0-dim parameter)', kind='dtype',
+            rejected_by=('test_count_parameters',), source='''\
+import numpy as np
+def count_parameters(module: torch.nn.Module) -> int:
+    """Number of trainable (requires_grad) parameters of `module`."""
+    total = 0
+    for p in module.parameters():
+        if p.requires_grad:
+            total += np.prod(p.shape).item()
+    return total
+'''),
+    Mistake(cell='count_parameters', name='dedup keyed by name suffix and shape (undercounts twin layers)', kind='logic',
+            rejected_by=('test_count_parameters',), source='''\
+def count_parameters(module: torch.nn.Module) -> int:
+    """Number of trainable (requires_grad) parameters of `module`."""
+    seen = {}
+    for name, p in module.named_parameters():
+        if p.requires_grad:
+            seen[name.split(".")[-1] + str(tuple(p.shape))] = p.numel()
+    return sum(seen.values())
+'''),
 ]
 
 # right answers in other styles, written blind from the release (issue 12): each must pass its tests
@@ -44,5 +66,16 @@ def count_parameters(module: torch.nn.Module) -> int:
     """Number of trainable (requires_grad) parameters of `module`."""
     trainable = filter(lambda p: p.requires_grad, module.parameters())
     return int(sum(torch.numel(p) for p in trainable))
+'''),
+    Accepted(cell='count_parameters', name='set of parameters (dedup by identity)', source='''\
+def count_parameters(module: torch.nn.Module) -> int:
+    """Number of trainable (requires_grad) parameters of `module`."""
+    return sum(p.numel() for p in set(module.parameters()) if p.requires_grad)
+'''),
+    Accepted(cell='count_parameters', name='int(np.prod(shape)) per parameter', source='''\
+import numpy as np
+def count_parameters(module: torch.nn.Module) -> int:
+    """Number of trainable (requires_grad) parameters of `module`."""
+    return int(sum(int(np.prod(p.shape)) for p in module.parameters() if p.requires_grad))
 '''),
 ]

@@ -177,6 +177,40 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: f
 
     return ts.beam_step(scores, log_probs, beam_size)
 '''),
+    # Red-team pass 3 (blind, from the release): escapes closed by hidden tests on padding anywhere, B = T = 1,
+    # beam_size > V, and arguments / train-eval mode left untouched (leaves_unchanged).
+    Mistake(cell="decoder_self_mask", name="key mask rebuilt from lengths (right padding only)", kind="logic",
+            rejected_by=("test_decoder_self_mask",),
+            replace=(("keys = (tgt_in != pad_id)[:, None, :]",
+                      "lengths = (tgt_in != pad_id).sum(1)\n"
+                      "    keys = (torch.arange(T, device=tgt_in.device)[None, :] < lengths[:, None])[:, None, :]"),)),
+    Mistake(cell="decoder_self_mask", name="key mask via cumprod (stops at the first pad)", kind="logic",
+            rejected_by=("test_decoder_self_mask",),
+            replace=(("keys = (tgt_in != pad_id)[:, None, :]",
+                      "keys = (tgt_in != pad_id).long().cumprod(1).bool()[:, None, :]"),)),
+    Mistake(cell="decoder_self_mask", name="ne_ in place (overwrites the caller's ids)", kind="structure",
+            rejected_by=("test_decoder_self_mask",),
+            replace=(("keys = (tgt_in != pad_id)[:, None, :]", "keys = tgt_in.ne_(pad_id).bool()[:, None, :]"),)),
+    Mistake(cell="teacher_forced_logits", name="model.eval() inside (changes the caller's mode)", kind="argument",
+            rejected_by=("test_teacher_forced_logits",),
+            replace=(("    memory, memory_mask = model.encode(", "    model.eval()\n    memory, memory_mask = model.encode("),)),
+    Mistake(cell="teacher_forced_logits", name="model.train() inside (dropout on at evaluation)", kind="argument",
+            rejected_by=("test_teacher_forced_logits",),
+            replace=(("    memory, memory_mask = model.encode(", "    model.train()\n    memory, memory_mask = model.encode("),)),
+    Mistake(cell="teacher_forced_logits", name="squeeze() on the logits (B = 1 or T = 1)", kind="boundary",
+            rejected_by=("test_teacher_forced_logits",),
+            replace=(("memory_mask)\n", "memory_mask).squeeze()\n"),)),
+    Mistake(cell="label_smoothed_loss", name="masked_fill_ on the caller's target", kind="structure",
+            rejected_by=("test_label_smoothed_loss",),
+            replace=(("    logp = torch.log_softmax(logits, dim=-1)",
+                      "    target.masked_fill_(target == pad_id, 0)\n    logp = torch.log_softmax(logits, dim=-1)"),
+                     ("keep = target != pad_id", "keep = target != 0"))),
+    Mistake(cell="label_smoothed_loss", name="logits.data clamped in place to +-30", kind="boundary",
+            rejected_by=("test_label_smoothed_loss",),
+            replace=(("    logp = torch.log_softmax(logits, dim=-1)",
+                      "    logits.data.clamp_(-30, 30)\n    logp = torch.log_softmax(logits, dim=-1)"),)),
+    Mistake(cell="beam_step", name="topk(min(beam_size, V)) (beam_size > V)", kind="boundary",
+            rejected_by=("test_beam_step",), replace=(("topk(beam_size,", "topk(min(beam_size, V),"),)),
 ]
 
 # Right answers in other styles than the solution: each must pass every test (issue 12).
@@ -306,5 +340,49 @@ ACCEPTED = [
     order = flat.argsort(dim=-1, descending=True)[:, :beam_size]
     new_scores = flat.gather(1, order)
     return new_scores, order // V, order - (order // V) * V
+'''),
+    # from the third blind red-team pass
+    Accepted(cell="decoder_self_mask", name="(tgt_in - pad_id).bool() key mask, expand without clone", source='''\
+def decoder_self_mask(tgt_in: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """tgt_in (B, T) -> bool (B, T, T)."""
+    B, T = tgt_in.shape
+    keys = (tgt_in - pad_id).bool()[:, None, :].expand(B, T, T)
+    return keys.tril()
+'''),
+    Accepted(cell="teacher_forced_logits", name="F.pad shift, keyword arguments", source='''\
+import torch.nn.functional as F
+def teacher_forced_logits(model: TransformerSeq2Seq, src: torch.Tensor, src_len: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """src (B, S), src_len (B,), tgt (B, T) -> logits (B, T, V)."""
+    memory, memory_mask = model.encode(src, src_len)
+    tgt_in = F.pad(tgt[:, :-1], (1, 0), value=model.bos_id)
+    mask = decoder_self_mask(tgt_in, pad_id=model.pad_id)
+    return model.decode(tgt_in, memory, mask, memory_mask)
+'''),
+    Accepted(cell="label_smoothed_loss", name="F.nll_loss for both terms (logits and target untouched)", source='''\
+import torch.nn.functional as F
+def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.1, pad_id: int = 0) -> torch.Tensor:
+    """Mean over non-pad positions of -sum_v q_v log p_v."""
+    logp = torch.log_softmax(logits, dim=-1).flatten(0, 1)
+    y = target.flatten()
+    nll = F.nll_loss(logp, y, ignore_index=pad_id)
+    keep = y != pad_id
+    uniform = -logp.mean(-1)[keep].mean()
+    return (1 - smoothing) * nll + smoothing * uniform
+'''),
+    Accepted(cell="beam_step", name="flatten + topk + unravel_index", source='''\
+def beam_step(scores: torch.Tensor, log_probs: torch.Tensor, beam_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """scores (B, K), log_probs (B, K, V) -> (new_scores, beam_index, token), each (B, beam_size)."""
+    K, V = log_probs.shape[1:]
+    best, flat = (scores[..., None] + log_probs).flatten(1).topk(beam_size, dim=-1)
+    beam, token = torch.unravel_index(flat, (K, V))
+    return best, beam, token
+'''),
+    Accepted(cell="beam_step", name="view + repeat_interleave (log_probs arrive contiguous)", source='''\
+def beam_step(scores: torch.Tensor, log_probs: torch.Tensor, beam_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """scores (B, K), log_probs (B, K, V) -> (new_scores, beam_index, token), each (B, beam_size)."""
+    B, K, V = log_probs.shape
+    cand = log_probs.view(B, K * V) + scores.repeat_interleave(V, dim=1)
+    values, idx = cand.topk(beam_size, dim=-1)
+    return values, idx // V, idx % V
 '''),
 ]
