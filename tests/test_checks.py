@@ -239,3 +239,23 @@ def test_leaves_unchanged_catches_in_place_changes_and_mode_switches():
     with leaves_unchanged("f", model):           # switched back: fine
         model.eval()
         model.train()
+
+
+def test_check_device_dtype_moves_module_arguments_with_the_tensors():
+    import torch.nn.functional as F
+
+    from course_utils.checks import check_device_dtype
+
+    word, norm = torch.nn.Embedding(20, 8), torch.nn.LayerNorm(8)
+    ids = torch.randint(0, 20, (3, 6))
+
+    def one_hot_lookup(ids, word, norm):        # right: follows the table's device and dtype
+        return norm(F.one_hot(ids, word.num_embeddings).to(word.weight.dtype) @ word.weight)
+
+    def cast_to_float32(ids, word, norm):       # wrong: float64 tables give float32
+        return norm(word(ids)).float()
+
+    check_device_dtype(one_hot_lookup, ids, word, norm, name="lookup")
+    with pytest.raises(CheckFailed, match="float32 for float64"):
+        check_device_dtype(cast_to_float32, ids, word, norm, name="lookup")
+    assert word.weight.device.type == "cpu" and word.weight.dtype == torch.float32  # the caller's module untouched

@@ -277,8 +277,12 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
 
 
 def _map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """``value`` with ``fn`` applied to every tensor in it; a module becomes a copy whose
+    parameters and buffers went through ``fn`` (an embedding table moves with its indices)."""
     if isinstance(value, torch.Tensor):
         return fn(value)
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value)._apply(fn)
     if isinstance(value, dict):
         return {k: _map_tensors(v, fn) for k, v in value.items()}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple
