@@ -102,6 +102,20 @@ def test_mean_pool_ignores_padding():
     torch.testing.assert_close(mean_pool(h, torch.tensor([[True, True, False]])), torch.tensor([[2.0, 3.0]]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_mean_pool_empty_row_is_zero_with_finite_gradient(dtype):
+    """A row without real tokens pools to exact zeros, in float16 too (1e-9 would round to 0 there),
+    and its gradient is finite (0), not NaN."""
+    h = torch.randn(2, 3, 4).to(dtype).requires_grad_(True)
+    mask = torch.tensor([[True, False, True], [False, False, False]])
+    out = mean_pool(h, mask)
+    assert out.dtype == dtype
+    torch.testing.assert_close(out[1], torch.zeros(4, dtype=dtype))
+    torch.testing.assert_close(out[0].float(), h[0, [0, 2]].float().mean(0), atol=1e-2, rtol=1e-2)
+    out.sum().backward()
+    assert torch.isfinite(h.grad).all() and (h.grad[1] == 0).all()
+
+
 def test_token_classification_loss_ignores_minus_100():
     torch.manual_seed(0)
     logits, labels = torch.randn(2, 5, 3), torch.randint(0, 3, (2, 5))
@@ -186,3 +200,11 @@ def test_minilm_matches_sentence_transformers():
         emb = mean_pool(ours(batch["ids"], batch["segments"], batch["mask"]), batch["mask"])
     # the package's pipeline ends with a Normalize module: compare unit vectors
     assert (F.normalize(emb, dim=-1) - F.normalize(ref, dim=-1)).abs().max().item() < 1e-4
+
+
+def test_mask_tokens_keeps_dtype_and_any_shape():
+    """int32 ids of any shape: inputs and labels keep the dtype and shape of ids."""
+    ids = torch.full((6, 5, 40), 9, dtype=torch.int32)
+    inputs, labels = mask_tokens(ids, 10, 0, (0,), p=1.0, generator=torch.Generator().manual_seed(0))
+    assert inputs.dtype == labels.dtype == torch.int32 and inputs.shape == labels.shape == ids.shape
+    assert (labels == 9).all() and ((inputs >= 0) & (inputs < 10)).all()

@@ -203,7 +203,7 @@ def mask_tokens(ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: S
     selected = (u < p) & ~special
     labels = torch.where(selected, ids, torch.full_like(ids, -100))
     action = torch.rand(ids.shape, generator=generator, device=gen_device).to(ids.device)
-    random_ids = torch.randint(vocab_size, ids.shape, generator=generator, device=gen_device).to(ids.device)
+    random_ids = torch.randint(vocab_size, ids.shape, generator=generator, device=gen_device).to(ids.device, ids.dtype)
     inputs = ids.clone()
     inputs[selected & (action < 0.8)] = mask_id
     use_random = selected & (action >= 0.8) & (action < 0.9)
@@ -214,7 +214,9 @@ def mask_tokens(ids: torch.Tensor, vocab_size: int, mask_id: int, special_ids: S
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Average of ``hidden (B, T, d)`` over the positions where ``mask (B, T)`` is True -> ``(B, d)``."""
     weights = mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)
-    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+    # a count is a whole number: clamp(min=1) changes only empty rows (zeros, finite gradient), and unlike
+    # clamp(min=1e-9) it does not round to 0 in float16
+    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
 
 
 def token_classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

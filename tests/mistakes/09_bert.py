@@ -328,3 +328,159 @@ ACCEPTED = [
                     '            result[".".join(EMBEDDING_RENAMES.get(p, p) for p in parts)] = value\n'
                     '    return result\n')),
 ]
+
+# Escapes of the second blind red team: each kept full marks before the hidden tests were strengthened.
+_MASK_HEAD = ('def mask_tokens(ids, vocab_size, mask_id, special_ids, p=0.15, generator=None):\n'
+              '    special = torch.isin(ids, torch.tensor(list(special_ids)))\n')
+MISTAKES += [
+    Mistake(cell='mask_tokens', name='randint(vocab_size - 1): the last id is never drawn', kind='boundary',
+            rejected_by=('test_mask_tokens',),
+            replace=(("torch.randint(vocab_size, ids.shape", "torch.randint(vocab_size - 1, ids.shape"),)),
+    Mistake(cell='mask_tokens', name='generator=None replaced by a generator seeded with 0 (same masks every epoch)',
+            kind='argument', rejected_by=('test_mask_tokens',),
+            replace=(("    special = torch.isin(", "    if generator is None:\n"
+                      "        generator = torch.Generator().manual_seed(0)\n    special = torch.isin("),)),
+    Mistake(cell='mask_tokens', name='assumes 2-D ids: B, T = ids.shape', kind='boundary',
+            rejected_by=('test_mask_tokens',),
+            replace=(("    special = torch.isin(", "    B, T = ids.shape\n    special = torch.isin("),
+                     ("torch.rand(ids.shape, generator=generator) < p", "torch.rand(B, T, generator=generator) < p"))),
+    Mistake(cell='mask_tokens', name='labels built as float (-100.0)', kind='dtype', rejected_by=('test_mask_tokens',),
+            replace=(("torch.where(selected, ids, torch.full_like(ids, -100))", "torch.where(selected, ids.float(), -100.0)"),)),
+    Mistake(cell='mask_tokens', name='outputs built with a fixed int64 dtype (int32 ids come back int64)', kind='dtype',
+            rejected_by=('test_mask_tokens',),
+            replace=(("torch.where(selected, ids, torch.full_like(ids, -100))",
+                      "torch.where(selected, ids.long(), torch.full(ids.shape, -100))"),
+                     ("inputs = ids.clone()", "inputs = ids.long()"))),
+    Mistake(cell='mask_tokens', name='80/10/10 bands cut from the selection draw rescaled by 0.15 (p ignored)',
+            kind='statistics', rejected_by=('test_mask_tokens',),
+            source=_MASK_HEAD + ('    u = torch.rand(ids.shape, generator=generator)\n'
+                                 '    selected = (u < p) & ~special\n'
+                                 '    v = u / 0.15\n'
+                                 '    random_ids = torch.randint(vocab_size, ids.shape, generator=generator)\n'
+                                 '    inputs = ids.clone()\n'
+                                 '    inputs[selected & (v < 0.8)] = mask_id\n'
+                                 '    rnd = selected & (v >= 0.8) & (v < 0.9)\n'
+                                 '    inputs[rnd] = random_ids[rnd]\n'
+                                 '    return inputs, torch.where(selected, ids, torch.full_like(ids, -100))\n')),
+    Mistake(cell='mask_tokens', name="random replacement drawn from the batch's own tokens", kind='statistics',
+            rejected_by=('test_mask_tokens',),
+            replace=(("random_ids = torch.randint(vocab_size, ids.shape, generator=generator, dtype=ids.dtype)",
+                      "random_ids = ids.reshape(-1)[torch.randint(ids.numel(), ids.shape, generator=generator)]"),)),
+    Mistake(cell='mask_tokens', name='random replacement forced to differ from the original', kind='statistics',
+            rejected_by=('test_mask_tokens',),
+            replace=(("random_ids = torch.randint(vocab_size, ids.shape, generator=generator, dtype=ids.dtype)",
+                      "random_ids = (ids + torch.randint(1, vocab_size, ids.shape, generator=generator)) % vocab_size"),)),
+    Mistake(cell='bert_embeddings', name='squeeze() before the norm (B = 1 or T = 1 loses an axis)', kind='boundary',
+            rejected_by=('test_bert_embeddings',), replace=(("return norm(x)", "return norm(x.squeeze())"),)),
+    Mistake(cell='bert_embeddings', name='F.layer_norm with eps hard-coded to 1e-12 (norm.eps ignored)', kind='argument',
+            rejected_by=('test_bert_embeddings',),
+            replace=(("return norm(x)", "return F.layer_norm(x, x.shape[-1:], norm.weight, norm.bias, 1e-12)"),)),
+    Mistake(cell='token_classification_loss', name='softmax().log(): inf for large logits', kind='boundary',
+            rejected_by=('test_token_classification_loss',),
+            source=('def token_classification_loss(logits, labels):\n'
+                    '    keep = labels != -100\n'
+                    '    logp = logits.softmax(-1).log()\n'
+                    '    return -logp[keep].gather(-1, labels[keep].unsqueeze(-1)).mean()\n')),
+    Mistake(cell='token_classification_loss', name='logsumexp as exp().sum().log() without the max', kind='boundary',
+            rejected_by=('test_token_classification_loss',),
+            source=('def token_classification_loss(logits, labels):\n'
+                    '    keep = labels != -100\n'
+                    '    lse = logits.exp().sum(-1).log()\n'
+                    '    picked = logits.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)\n'
+                    '    return (lse - picked)[keep].sum() / keep.sum()\n')),
+    Mistake(cell='token_classification_loss', name='squeeze() before cross_entropy (B = 1 or T = 1 break)', kind='boundary',
+            rejected_by=('test_token_classification_loss',),
+            source=('def token_classification_loss(logits, labels):\n'
+                    '    logits, labels = logits.squeeze(), labels.squeeze()\n'
+                    '    return F.cross_entropy(logits.transpose(-1, -2), labels, ignore_index=-100)\n')),
+    Mistake(cell='mean_pool', name='nan_to_num after an unguarded division (NaN gradient on an empty row)', kind='autograd',
+            rejected_by=('test_mean_pool',),
+            replace=(("return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)",
+                      "return torch.nan_to_num((hidden * m).sum(dim=1) / m.sum(dim=1))"),)),
+    Mistake(cell='mean_pool', name='torch.where(count > 0, sum / count, 0) (NaN gradient on an empty row)', kind='autograd',
+            rejected_by=('test_mean_pool',),
+            replace=(("return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)",
+                      "count = m.sum(dim=1)\n"
+                      "    return torch.where(count > 0, (hidden * m).sum(dim=1) / count, torch.zeros_like(count))"),)),
+    Mistake(cell='mean_pool', name='count of non-zero states instead of the mask', kind='logic', rejected_by=('test_mean_pool',),
+            replace=(("return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1)",
+                      "count = ((hidden * m) != 0).any(-1).sum(1, keepdim=True).to(hidden.dtype)\n"
+                      "    return (hidden * m).sum(dim=1) / count.clamp(min=1)"),)),
+    Mistake(cell='convert_hf_names', name='unknown layer modules skipped silently', kind='logic',
+            rejected_by=('test_convert_hf_names',),
+            replace=(("            module, param = rest.rsplit(\".\", 1)\n",
+                      "            module, param = rest.rsplit(\".\", 1)\n"
+                      "            if module not in LAYER_RENAMES:\n"
+                      "                continue\n"),)),
+    Mistake(cell='convert_hf_names', name='keys outside embeddings/encoder dropped silently', kind='logic',
+            rejected_by=('test_convert_hf_names',),
+            replace=(("        else:\n            _, _, layer", "        elif name.startswith(\"encoder.\"):\n            _, _, layer"),
+                     ("        out[new] = tensor\n", "        else:\n            continue\n        out[new] = tensor\n"))),
+    Mistake(cell='convert_hf_names', name='every tensor converted with .float() (copies a bf16 checkpoint)', kind='dtype',
+            rejected_by=('test_convert_hf_names',),
+            replace=(("        out[new] = tensor\n", "        out[new] = tensor.float()\n"),)),
+]
+
+ACCEPTED += [
+    Accepted(cell='mask_tokens', name='bernoulli selection, multinomial over the three cases',
+             source=_MASK_HEAD + (
+                 '    selected = torch.bernoulli(torch.full(ids.shape, float(p)), generator=generator).bool() & ~special\n'
+                 '    n = int(selected.sum())\n'
+                 '    case = torch.multinomial(torch.tensor([0.8, 0.1, 0.1]), n, replacement=True, generator=generator) '
+                 'if n else torch.zeros(0, dtype=torch.long)\n'
+                 '    vals = ids[selected].clone()\n'
+                 '    rand = torch.randint(0, vocab_size, (n,), generator=generator, dtype=ids.dtype)\n'
+                 '    vals[case == 0] = mask_id\n'
+                 '    vals[case == 1] = rand[case == 1]\n'
+                 '    inputs = ids.clone()\n'
+                 '    inputs[selected] = vals\n'
+                 '    labels = torch.full_like(ids, -100)\n'
+                 '    labels[selected] = ids[selected]\n'
+                 '    return inputs, labels\n')),
+    Accepted(cell='bert_embeddings', name='one-hot matmul for tokens and segments',
+             source=('def bert_embeddings(ids, segments, word, position, segment, norm):\n'
+                     '    T = ids.shape[1]\n'
+                     '    tok = F.one_hot(ids, word.num_embeddings).to(word.weight.dtype) @ word.weight\n'
+                     '    seg = F.one_hot(segments, segment.num_embeddings).to(segment.weight.dtype) @ segment.weight\n'
+                     '    return norm(tok + seg + position(torch.arange(T, device=ids.device))[None])\n')),
+    Accepted(cell='token_classification_loss', name='(B, C, T) with the default ignore_index',
+             source=('def token_classification_loss(logits, labels):\n'
+                     '    return F.cross_entropy(logits.permute(0, 2, 1), labels)\n')),
+    Accepted(cell='mean_pool', name='bmm with the mask as a row vector, clamp 1e-9',
+             source=('def mean_pool(hidden, mask):\n'
+                     '    m = mask.to(hidden.dtype).unsqueeze(1)\n'
+                     '    return torch.bmm(m, hidden).squeeze(1) / m.sum(-1).clamp(min=1e-9)\n')),
+    Accepted(cell='mean_pool', name='loop over rows, max(count, 1)',
+             source=('def mean_pool(hidden, mask):\n'
+                     '    return torch.stack([h[m].sum(0) / max(int(m.sum()), 1) for h, m in zip(hidden, mask)])\n')),
+    Accepted(cell='mean_pool', name='nanmean over NaN-filled padding, then nan_to_num',
+             source=('def mean_pool(hidden, mask):\n'
+                     '    filled = hidden.masked_fill(~mask.unsqueeze(-1), float("nan"))\n'
+                     '    return torch.nan_to_num(torch.nanmean(filled, dim=1))\n')),
+    Accepted(cell='convert_hf_names', name='regex with LAYER_RENAMES.get passthrough (the loader refuses unknown names)',
+             source=('def convert_hf_names(hf_state):\n'
+                     '    pattern = re.compile(r"encoder\\.layer\\.(\\d+)\\.(.+)\\.(weight|bias)$")\n'
+                     '    result = {}\n'
+                     '    for key, value in hf_state.items():\n'
+                     '        if key.startswith(SKIPPED):\n'
+                     '            continue\n'
+                     '        m = pattern.match(key)\n'
+                     '        if m:\n'
+                     '            i, module, param = m.groups()\n'
+                     '            result[f"blocks.{i}.{LAYER_RENAMES.get(module, module)}.{param}"] = value\n'
+                     '        else:\n'
+                     '            result[key.replace(".LayerNorm.", ".norm.")] = value\n'
+                     '    return result\n')),
+]
+
+MISTAKES += [
+    Mistake(cell='bert_embeddings', name='accumulated into torch.zeros without dtype (float64 tables -> float32)',
+            kind='dtype', rejected_by=('test_bert_embeddings',),
+            source=('def bert_embeddings(ids, segments, word, position, segment, norm):\n'
+                    '    B, T = ids.shape\n'
+                    '    x = torch.zeros(B, T, word.embedding_dim, device=ids.device)\n'
+                    '    x += word(ids)\n'
+                    '    x += position(torch.arange(T, device=ids.device))\n'
+                    '    x += segment(segments)\n'
+                    '    return norm(x)\n')),
+]
