@@ -96,3 +96,17 @@ def test_start_uses_one_thread_in_the_ci_profile_on_cpu(monkeypatch):
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_cpu_threads_sets_and_restores_the_thread_count():
+    from course_utils.device import cpu_threads
+
+    before = torch.get_num_threads()
+    with cpu_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with cpu_threads(None):  # None: unchanged
+        assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), cpu_threads(1):
+        raise RuntimeError("restored on errors too")
+    assert torch.get_num_threads() == before

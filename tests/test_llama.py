@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from course_utils import positional
+from course_utils.device import cpu_threads
 from course_utils.gpt import CausalSelfAttention, GPTConfig
 from course_utils.llama import (
     GroupedQueryAttention, KVCache, Llama, LlamaBlock, LlamaConfig, RMSNorm, SwiGLU, apply_rope, from_hf_state_dict,
@@ -27,10 +28,8 @@ needs_transformers = pytest.mark.skipif(not HAS_TRANSFORMERS, reason="transforme
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """These models are tiny: one thread is as fast, and far faster when other processes share the cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with cpu_threads(1):
+        yield
 
 
 def tiny(seed: int = 0, **overrides) -> Llama:

@@ -6,16 +6,15 @@ import pytest
 import torch
 from torch import nn
 
+from course_utils.device import cpu_threads
 from course_utils.llama import Llama, LlamaConfig
 from course_utils.lora import LoRALinear, add_lora, count_parameters, lora_parameters, merge_lora
 
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: as fast, and far faster on shared cores
-    yield
-    torch.set_num_threads(before)
+    with cpu_threads(1):  # tiny models: as fast, and far faster on shared cores
+        yield
 
 
 def tiny(seed: int = 0) -> Llama:

@@ -222,9 +222,9 @@ def leaves_unchanged(
         if t.requires_grad != grad:
             _fail(f"{name} changed requires_grad of {what} ({grad} -> {t.requires_grad}). Use a copy "
                   "(x.detach().requires_grad_()) if you need gradients with respect to it.", hint)
-        if not torch.equal(t.detach(), values) and not (values.is_floating_point() and
-                                                        torch.equal(t.detach().isnan(), values.isnan()) and
-                                                        torch.equal(t.detach().nan_to_num(), values.nan_to_num())):
+        same = torch.equal(t.detach(), values) or (   # NaN where NaN was counts as unchanged
+            values.is_floating_point() and torch.allclose(t.detach(), values, rtol=0, atol=0, equal_nan=True))
+        if not same:
             _fail(f"{name} changed the values of {what} in place. The caller still needs them: do not write "
                   "into an argument (no `x[...] = `, `x.masked_fill_`, `x.data`, `x.copy_`); build a new tensor.", hint)
     for module, mode, grads in zip(modules, modes, trainable):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterator
 
 import torch
 
-__all__ = ["get_device", "describe_device"]
+__all__ = ["get_device", "describe_device", "cpu_threads"]
 
 
 def get_device(prefer: str | None = None) -> torch.device:
@@ -40,3 +42,19 @@ def describe_device(device: torch.device | None = None) -> str:
         n = torch.get_num_threads()
         detail = f"{n} thread{'' if n == 1 else 's'}"
     return f"device: {device.type} ({detail}) | torch {torch.__version__}"
+
+
+@contextmanager
+def cpu_threads(n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` torch CPU threads, then restore the previous count (``None``: unchanged).
+
+    Small models and elementwise work are as fast on one thread, and far faster on a busy machine,
+    where extra threads mostly wait for each other.
+    """
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

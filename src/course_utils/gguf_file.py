@@ -212,5 +212,4 @@ class GGUFFile:
         data = torch.from_numpy(self.raw(name))
         if info.ggml_type in _PLAIN:
             return data.view(_PLAIN[info.ggml_type]).reshape(info.torch_shape)
-        block, block_bytes = GGML_BLOCK_SIZES[info.ggml_type]
-        return data.reshape(*info.torch_shape[:-1], info.shape[0] // block * block_bytes)
+        return data.reshape(*info.torch_shape[:-1], -1)  # the last axis: one row's bytes

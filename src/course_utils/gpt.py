@@ -32,6 +32,7 @@ from torch import nn
 
 from course_utils.benchmark import synchronize
 from course_utils.blocks import FeedForward, LayerNorm
+from course_utils.device import cpu_threads as threads_for_cpu  # the argument below is named cpu_threads
 from course_utils.masking import causal_mask
 from course_utils.multihead import merge_heads, split_heads
 
@@ -453,11 +454,8 @@ def generation_speed(
     gen = torch.Generator().manual_seed(seed)
     prompt = torch.randint(0, model.config.vocab_size, (batch_size, prompt_len), generator=gen).to(device)
     result, outputs = {}, {}
-    threads = torch.get_num_threads()
-    if cpu_threads is not None and torch.device(device).type == "cpu":
-        torch.set_num_threads(cpu_threads)
     times: dict[bool, list[float]] = {True: [], False: []}
-    try:
+    with threads_for_cpu(cpu_threads if torch.device(device).type == "cpu" else None):
         for repeat in range(repeats + 1):  # the first round warms up; then the two alternate, so a noisy
             for use_cache in (True, False):  # neighbour slows both alike
                 synchronize(device)
@@ -466,8 +464,6 @@ def generation_speed(
                 synchronize(device)
                 if repeat:
                     times[use_cache].append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(threads)
     for use_cache, key in ((True, "with_cache"), (False, "without_cache")):
         result[key] = batch_size * new_tokens / statistics.median(times[use_cache])
     result["speedup"] = result["with_cache"] / result["without_cache"]

@@ -30,7 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.gguf_file import GGUFFile
+from course_utils.device import cpu_threads
+from course_utils.gguf_file import GGML_BLOCK_SIZES, GGUFFile
 from course_utils.gpt import apply_temperature, top_k_filter, top_p_filter
 from course_utils.masking import causal_mask
 
@@ -510,7 +511,7 @@ def _dequantize(file: GGUFFile, name: str) -> torch.Tensor:
     if info.type_name in ("F32", "F16", "BF16"):
         return data.to(torch.float32, copy=True)
     if info.type_name in ("Q4_1", "Q8_0"):  # the two formats of SmolLM2's file, vectorised in torch
-        blocks = data.reshape(-1, 20 if info.type_name == "Q4_1" else 34)
+        blocks = data.reshape(-1, GGML_BLOCK_SIZES[info.ggml_type][1])  # (n blocks, bytes per block)
         out = dequantize_q4_1(blocks) if info.type_name == "Q4_1" else dequantize_q8_0(blocks)
         return out.reshape(info.torch_shape)
     try:  # other quantisations: the gguf package's NumPy reference, where it is installed
@@ -539,11 +540,9 @@ def load_gguf_state_dict(path, *, dtype: torch.dtype = torch.float32) -> dict[st
     if "rope_freqs.weight" in file.tensors:
         raise NotImplementedError("RoPE frequency scaling (rope_freqs) is not supported")
     state: dict[str, torch.Tensor] = {}
-    threads = torch.get_num_threads()
     # elementwise work on a few MB at a time: one thread is as fast on an idle machine, and avoids
     # OpenMP's waits on a busy one (measured 10-40x slower with 2 threads on 2 loaded cores)
-    torch.set_num_threads(1)
-    try:
+    with cpu_threads(1):
         for name in file.tensors:
             w = _dequantize(file, name)  # float32 (out, in)
             if ".attn_q." in name:
@@ -552,8 +551,6 @@ def load_gguf_state_dict(path, *, dtype: torch.dtype = torch.float32) -> dict[st
                 w = unpermute_qk(w, config.n_kv_heads)
             state[_our_name(name)] = w.to(dtype).contiguous()
             del w
-    finally:
-        torch.set_num_threads(threads)
     if config.tie_embeddings:
         state["lm_head.weight"] = state["embed.weight"]
     return state
