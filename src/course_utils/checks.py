@@ -40,6 +40,22 @@ __all__ = [
 ]
 
 
+# Set by the grader's checker (course_utils.tooling.checker), where the student's objects live in
+# another process: the modes a call into that process must also run under, as (mode, owner).
+_REMOTE_MODES: list[tuple[tuple, Any]] = []
+
+
+@contextmanager
+def _remote_mode(mode: tuple, owner: Any = None) -> Iterator[None]:
+    entry = (mode, owner)
+    _REMOTE_MODES.append(entry)
+    try:
+        yield
+    finally:
+        if entry in _REMOTE_MODES:
+            _REMOTE_MODES.remove(entry)
+
+
 class CheckFailed(AssertionError):
     """A test found a wrong answer. The message is meant for the student."""
 
@@ -248,10 +264,14 @@ def substitute(namespace: dict[str, Any], **replacements: Any) -> Iterator[None]
     """
     missing = object()
     saved = {name: namespace.get(name, missing) for name in replacements}
+    remote = namespace.get("__course_remote_substitute__")  # the grader's checker: rebind in the kernel too
+    restore = remote(replacements) if callable(remote) else None
     namespace.update(replacements)
     try:
         yield
     finally:
+        if restore is not None:
+            restore()
         for name, value in saved.items():
             if value is missing:
                 namespace.pop(name, None)
@@ -329,6 +349,14 @@ class _DeviceMixing(torch.overrides.TorchFunctionMode):
         super().__init__()
         self.found: list[str] = []
 
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        _REMOTE_MODES.append((("device_mixing",), self))
+        return super().__enter__()
+
+    def __exit__(self, *exc):  # type: ignore[no-untyped-def]
+        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
+        return super().__exit__(*exc)
+
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
         kwargs = kwargs or {}
         name = getattr(func, "__name__", str(func))
@@ -356,6 +384,14 @@ class _NewTensorsOnMeta(torch.overrides.TorchFunctionMode):
     Except 0-dim tensors (``torch.tensor(float("-inf"))``): a CPU scalar may meet tensors on
     any device, on a GPU too, so they stay on the CPU.
     """
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        _REMOTE_MODES.append((("new_on_meta",), self))
+        return super().__enter__()
+
+    def __exit__(self, *exc):  # type: ignore[no-untyped-def]
+        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
+        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         from torch.utils._device import _device_constructors
@@ -675,7 +711,7 @@ def own_work(*references: str, name: str = "your answer", hint: str | None = Non
             used.append(forbidden[frame.f_code])
 
     failure: BaseException | None = None
-    with _profiled(on_call):
+    with _profiled(on_call), _remote_mode(("own_work", list(references), name)):
         try:
             yield
         except BaseException as error:  # noqa: BLE001 - re-raised below unless the reference explains it
@@ -728,7 +764,7 @@ def banned_calls(*function_names: str, name: str = "your answer", hint: str | No
             used.append(frame.f_code.co_name)
 
     failure: BaseException | None = None
-    with _profiled(on_call):
+    with _profiled(on_call), _remote_mode(("banned", list(function_names), name)):
         try:
             yield
         except BaseException as error:  # noqa: BLE001

@@ -24,6 +24,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from course_utils.tooling.cells import grading_cells, nbgrader_meta, read, strip_solution_markers
+from course_utils.tooling.checker import check_cell, checker_enabled, prelude_from_source, split_hidden
 from course_utils.tooling.layout import KERNEL_NAME, notebook_paths
 from course_utils.tooling.mistakes import Accepted, Mistake
 
@@ -74,6 +75,9 @@ class _Kernel:
 
     def __init__(self, nb: nbformat.NotebookNode, cwd: Path, timeout: int) -> None:
         self.nb = nb
+        self.timeout = timeout
+        self.prelude = prelude_from_source([c.source for c in nb.cells if c.cell_type == "code"
+                                            and not nbgrader_meta(c).get("solution") and not nbgrader_meta(c).get("grade")])
         self.client = NotebookClient(
             nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
             resources={"metadata": {"path": str(cwd)}},
@@ -82,12 +86,21 @@ class _Kernel:
     def run(self, index: int, source: str) -> str | None:
         """Run ``source`` as cell ``index``; return the error (``"ename: evalue"``) or None."""
         cell = self.nb.cells[index]
-        cell.source = source
+        meta = nbgrader_meta(cell)
+        is_test = meta.get("grade") and not meta.get("solution") and checker_enabled()
+        cell.source = split_hidden(source) if is_test else source
         try:
             self.client.execute_cell(cell, index)
         except Exception as failure:  # noqa: BLE001 - a timeout or a dead kernel is a result too
             return f"{type(failure).__name__}: {failure}"
-        return _error(cell)
+        finally:
+            cell.source = source
+        error = _error(cell)
+        if error or not is_test:
+            return error
+        # as in grading: the trusted checker runs the whole test cell against the kernel
+        result = check_cell(self.client.km.get_connection_info(), source, self.prelude, float(self.timeout))
+        return None if result.ok else f"{result.ename}: {result.evalue}"
 
 
 def check_rejections(

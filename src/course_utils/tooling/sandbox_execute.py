@@ -7,14 +7,20 @@ nbgrader and nbclient take seconds to import and ``course grade`` checks the san
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import errno
+import os
+from pathlib import Path
 from typing import Any
+
+import nbformat
 
 from nbclient.exceptions import DeadKernelError
 from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
 
+from course_utils.tooling.checker import checker_enabled
 from course_utils.tooling.sandbox import (
     GiB,
     MiB,
@@ -61,12 +67,16 @@ class SandboxedExecute(Execute):
         super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):  # type: ignore[override]
+        self._sandbox_resources = resources or {}
+        if hasattr(self, "_prelude"):
+            del self._prelude
         if not sandbox_enabled() or km is not None:
             return super().preprocess(nb, resources, km)
         problem = sandbox_problem()
         if problem:
             raise SandboxError(problem + " (COURSE_SANDBOX=off grades unsandboxed)")
         self._sandbox_notebook = nb
+        self._sandbox_resources = resources or {}
         self._sandbox_name = ((resources or {}).get("nbgrader", {}).get("notebook") or "notebook") + ".ipynb"
         self._sandbox_km: SandboxKernelManager | None = None
         original = resources if resources is not None else {}
@@ -93,6 +103,31 @@ class SandboxedExecute(Execute):
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # type: ignore[override]
+        """A test cell: the kernel runs its visible part; the checker runs all of it and decides."""
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled():
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        from course_utils.tooling.checker import check_cell, split_hidden
+
+        full = cell.source
+        cell.source = split_hidden(full)
+        try:
+            await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            cell.source = full
+        if any(output.get("output_type") == "error" for output in cell.get("outputs", [])):
+            return cell  # the visible tests already failed in the kernel: no points either way
+        result = await asyncio.to_thread(check_cell, self.km.get_connection_info(), full, self._checker_prelude(),
+                                         float(self.timeout or 120))
+        record_check(cell, result)
+        return cell
+
+    def _checker_prelude(self) -> str:
+        if not hasattr(self, "_prelude"):
+            self._prelude = source_prelude(self.config, getattr(self, "_sandbox_resources", {}))
+        return self._prelude
 
     def _limits_text(self) -> str:
         return self._sandbox_km.limits.describe() if self._sandbox_km is not None else SandboxLimits.from_env().describe()
@@ -127,6 +162,36 @@ class SandboxedExecute(Execute):
         if f"[Errno {errno.EAGAIN}]" in evalue and ename in {"BlockingIOError", "OSError"}:
             return f"grading sandbox: the notebook may run at most {limits.processes} processes/threads"
         return None
+
+
+def record_check(cell: Any, result: Any) -> None:
+    """Write the checker's verdict into the executed cell: an error output when it failed
+    (nbgrader then gives the cell no points), and its evidence in the cell's metadata."""
+    cell.setdefault("metadata", {})["course_checker"] = {"ok": bool(result.ok), "evidence": list(result.evidence)}
+    if not result.ok:
+        cell.setdefault("outputs", []).append(nbformat.v4.new_output(
+            "error", ename=result.ename or "CheckFailed", evalue=result.evalue,
+            traceback=[f"{result.ename or 'CheckFailed'}: {result.evalue}"]))
+
+
+def source_prelude(config: Any, resources: dict) -> str:
+    """The import statements of the instructor's code cells, read from the *source* notebook
+    (a student can edit the cells of their copy that nbgrader does not restore)."""
+    from course_utils.tooling.cells import nbgrader_meta
+    from course_utils.tooling.checker import prelude_from_source
+
+    info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
+    assignment, notebook = info.get("assignment"), info.get("notebook")
+    if not assignment or not notebook:
+        return ""
+    course = config.get("CourseDirectory", {}) if hasattr(config, "get") else {}
+    root = Path(course.get("root") or os.getcwd())
+    path = root / course.get("source_directory", "source") / assignment / f"{notebook}.ipynb"
+    if not path.exists():
+        return ""
+    source = nbformat.read(str(path), as_version=4)
+    return prelude_from_source([c.source for c in source.cells if c.cell_type == "code"
+                                and not nbgrader_meta(c).get("solution") and not nbgrader_meta(c).get("grade")])
 
 
 def _public_copy(nb: Any) -> bytes:

@@ -1,0 +1,350 @@
+"""The student's side of grading: answers the checker's questions inside the kernel.
+
+When a notebook is graded, the tests run in a separate, trusted *checker* process
+(:mod:`course_utils.tooling.checker`); the student's kernel only runs the answers. The checker
+starts :func:`serve` in the kernel and asks, one message at a time over the kernel's stdin
+channel (``input()``): look this name up, call this object with these arguments, read this
+attribute, run backward through this call. Values cross as plain data (:mod:`course_utils.wire`);
+everything else stays here and crosses as a handle. The kernel sees the inputs of each question
+and nothing of the tests: their code, expected values and verdicts stay in the checker.
+
+Nothing here is trusted: a student can replace any of it. Whatever it reports about *how*
+an answer ran (a reference implementation called, the profiler switched off) is evidence for an
+instructor, never a grade.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import copy
+import importlib
+import json
+import sys
+import traceback
+from typing import Any
+
+import torch
+
+from course_utils import wire
+
+__all__ = ["serve"]
+
+
+class _Session:
+    def __init__(self, ask: Any, namespace: dict[str, Any]) -> None:
+        self.ask = ask  # input(): sends a message to the checker, returns its answer
+        self.namespace = namespace
+        self.objects: dict[int, Any] = {}
+        self.handles: dict[int, int] = {}
+        self.graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        self.saved: dict[int, dict[str, Any]] = {}
+        self.counter = 0
+        self.evidence: list[str] = []
+
+    # ------------------------------------------------------------------ values
+    def handle_of(self, obj: Any) -> dict:
+        key = id(obj)
+        if key not in self.handles:
+            self.counter += 1
+            self.handles[key] = self.counter
+            self.objects[self.counter] = obj
+        kind = type(obj)
+        try:
+            mro = [f"{c.__module__}:{c.__qualname__}" for c in kind.__mro__]
+        except Exception:  # noqa: BLE001 - a student's metaclass may do anything
+            mro = []
+        tag: dict[str, Any] = {"$handle": self.handles[key], "mro": mro, "callable": callable(obj)}
+        if isinstance(obj, type(sys)):
+            tag["module"] = getattr(obj, "__name__", "")
+        return tag
+
+    def resolve(self, tag: dict) -> Any:
+        if "$handle" in tag:
+            return self.objects[int(tag["$handle"])]
+        if "$ref" in tag:
+            module, _, qualname = str(tag["$ref"]).partition(":")
+            obj: Any = importlib.import_module(module)
+            for part in qualname.split(".") if qualname else []:
+                obj = getattr(obj, part)
+            return obj
+        if "$callback" in tag:
+            return self._callback(int(tag["$callback"]))
+        raise wire.WireError(f"unknown tag {sorted(tag)}")
+
+    def enc(self, value: Any) -> Any:
+        return wire.encode(value, self.handle_of)
+
+    def dec(self, data: Any) -> Any:
+        return wire.decode(data, self.resolve)
+
+    def _callback(self, number: int) -> Any:
+        def call_checker(*args: Any, **kwargs: Any) -> Any:
+            from course_utils import checks
+
+            inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
+            message = {"callback": number, "args": self.enc(list(args)), "kwargs": self.enc(kwargs)}
+            reply = self._to_checker(message)
+            result = self.dec(reply["return"])
+            outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
+            if "graph" in reply and outputs and torch.is_grad_enabled():
+                anchor = torch.zeros((), requires_grad=True)
+                bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(inputs), outputs, *inputs, anchor))
+                result = _replace_grad_tensors(result, bridged)
+            return result
+
+        call_checker.__name__ = f"checker_function_{number}"
+        return call_checker
+
+    def _to_checker(self, message: dict) -> dict:
+        """Send the checker a message of ours; answer its questions until it replies."""
+        while True:
+            reply = json.loads(self.ask(json.dumps(message)))
+            if "return" in reply:
+                return reply
+            if "raise" in reply:
+                raise _checker_error(reply["raise"])
+            message = self.answer(reply)  # the checker asks something while computing its answer
+
+    # ------------------------------------------------------------------ requests
+    def answer(self, request: dict) -> dict:
+        """One request -> one reply: ``{"value": ...}`` or ``{"error": ...}``, plus the RNG state."""
+        self.evidence = []
+        try:
+            context = request.get("context", {})
+            if "rng" in context:
+                torch.set_rng_state(torch.frombuffer(bytearray(base64.b64decode(context["rng"])), dtype=torch.uint8).clone())
+            if "dtype" in context:
+                torch.set_default_dtype(getattr(torch, context["dtype"]))
+            with torch.set_grad_enabled(bool(context.get("grad", True))):
+                reply = getattr(self, "op_" + str(request.get("op")))(request)
+        except KeyboardInterrupt:  # the checker's time limit: the kernel is interrupted
+            raise
+        except BaseException as error:  # noqa: BLE001 - the student's code may raise anything, SystemExit too
+            reply = {"error": _describe(error)}
+        reply["rng"] = base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii")
+        if self.evidence:
+            reply["evidence"] = self.evidence
+        return reply
+
+    def op_lookup(self, request: dict) -> dict:
+        found = {}
+        for name in request["names"]:
+            if name in self.namespace:
+                found[name] = self.namespace[name]
+        return {"value": self.enc(found)}
+
+    def op_getattr(self, request: dict) -> dict:
+        return {"value": self.enc(getattr(self.dec(request["target"]), request["name"]))}
+
+    def op_setattr(self, request: dict) -> dict:
+        setattr(self.dec(request["target"]), request["name"], self.dec(request["value"]))
+        return {"value": None}
+
+    def op_getitem(self, request: dict) -> dict:
+        return {"value": self.enc(self.dec(request["target"])[self.dec(request["key"])])}
+
+    def op_setitem(self, request: dict) -> dict:
+        self.dec(request["target"])[self.dec(request["key"])] = self.dec(request["value"])
+        return {"value": None}
+
+    def op_unary(self, request: dict) -> dict:
+        target = self.dec(request["target"])
+        how = {"len": len, "iter": iter, "next": next, "bool": bool, "repr": repr, "str": str,
+               "deepcopy": copy.deepcopy, "copy": copy.copy}[request["how"]]
+        return {"value": self.enc(how(target))}
+
+    def op_contains(self, request: dict) -> dict:
+        return {"value": self.dec(request["item"]) in self.dec(request["target"])}
+
+    def op_release(self, request: dict) -> dict:
+        self.objects.clear()
+        self.handles.clear()
+        self.graphs.clear()
+        return {"value": None}
+
+    def op_substitute(self, request: dict) -> dict:
+        self.counter += 1
+        replacements = self.dec(request["names"])
+        missing = object()
+        self.saved[self.counter] = {name: self.namespace.get(name, missing) for name in replacements}
+        self.saved[self.counter]["__missing__"] = missing
+        self.namespace.update(replacements)
+        return {"value": self.counter}
+
+    def op_restore(self, request: dict) -> dict:
+        saved = self.saved.pop(int(request["token"]))
+        missing = saved.pop("__missing__")
+        for name, value in saved.items():
+            if value is missing:
+                self.namespace.pop(name, None)
+            else:
+                self.namespace[name] = value
+        return {"value": None}
+
+    def op_call(self, request: dict) -> dict:
+        from course_utils import checks
+
+        target = self.dec(request["target"])
+        args = self.dec(request["args"])
+        kwargs = self.dec(request["kwargs"])
+        watched = [a for a in [*args, *kwargs.values()]]
+        before = [_snapshot(a) for a in watched]
+        inputs = [t for t in checks._tensors_in((args, kwargs)) if t.requires_grad]
+        mixing: list[checks._DeviceMixing] = []
+        contexts = []
+        for mode in request.get("modes", []):
+            if mode[0] == "device_mixing":
+                mixing.append(checks._DeviceMixing())
+                contexts.append(mixing[-1])
+            elif mode[0] == "new_on_meta":
+                contexts.append(checks._NewTensorsOnMeta())
+            elif mode[0] == "own_work":
+                contexts.append(checks.own_work(*mode[1], name=mode[2]))
+            elif mode[0] == "banned":
+                contexts.append(checks.banned_calls(*mode[1], name=mode[2]))
+        watching = any(mode[0] in ("own_work", "banned") for mode in request.get("modes", []))
+        profile = _enter(contexts)
+        try:
+            if watching and sys.getprofile() is None:
+                self.evidence.append("the profiler that watches for reference implementations was off before the call")
+            hook = sys.getprofile()
+            result = target(*args, **kwargs)
+            if watching and sys.getprofile() is not hook:
+                self.evidence.append("the answer switched off or replaced the profiler that watches for reference "
+                                     "implementations (sys.setprofile)")
+        except BaseException as error:
+            profile(error)
+            raise
+        else:
+            profile(None)
+        after = {}
+        for index, (value, old) in enumerate(zip(watched, before)):
+            if old is not None and _snapshot(value) != old:
+                after[index] = self.enc(value)
+        reply: dict[str, Any] = {"value": self.enc(result), "after": after}
+        outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
+        if outputs:
+            self.counter += 1
+            self.graphs[self.counter] = (inputs, outputs)
+            reply["graph"] = self.counter
+        if mixing and mixing[0].found:
+            reply["mixing"] = mixing[0].found
+        return reply
+
+    def op_backward(self, request: dict) -> dict:
+        inputs, outputs = self.graphs[int(request["graph"])]
+        grads = self.dec(request["grads"])
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
+        for t in inputs:
+            t.grad = None
+        if pairs:
+            torch.autograd.backward([o for o, _ in pairs], [g.to(o.device, o.dtype) for o, g in pairs], retain_graph=True)
+        return {"value": self.enc([t.grad for t in inputs])}
+
+
+class _Bridge(torch.autograd.Function):
+    """Ties what a checker function returned to the kernel's graph (gradients go back to it)."""
+
+    @staticmethod
+    def forward(ctx: Any, session: _Session, graph: int, n_inputs: int, outputs: list, *inputs: torch.Tensor) -> Any:
+        ctx.session, ctx.graph, ctx.n_inputs = session, graph, n_inputs
+        ctx.shapes = [(t.shape, t.dtype) for t in inputs[:n_inputs]]
+        return tuple(o.detach().clone() for o in outputs)
+
+    @staticmethod
+    def backward(ctx: Any, *grad_outputs: torch.Tensor) -> Any:
+        reply = ctx.session._to_checker({"callback_backward": ctx.graph, "grads": ctx.session.enc(list(grad_outputs))})
+        grads = ctx.session.dec(reply["return"])
+        out = [g.to(dtype) if isinstance(g, torch.Tensor) and g.shape == shape else None
+               for g, (shape, dtype) in zip(grads, ctx.shapes)]
+        out += [None] * (ctx.n_inputs - len(out))
+        return (None, None, None, None, *out, None)
+
+
+def _replace_grad_tensors(value: Any, bridged: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return next(bridged) if value.requires_grad else value
+    if isinstance(value, dict):
+        return {k: _replace_grad_tensors(v, bridged) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_replace_grad_tensors(v, bridged) for v in value)
+    if isinstance(value, list):
+        return [_replace_grad_tensors(v, bridged) for v in value]
+    return value
+
+
+def _snapshot(value: Any) -> Any:
+    """What an in-place change of an argument would alter (None: not watched)."""
+    if isinstance(value, torch.Tensor):
+        data = value.detach()
+        raw = data.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if data.device.type != "meta" else None
+        return (tuple(data.shape), data.dtype, value.requires_grad, raw)
+    if isinstance(value, torch.Generator):
+        return bytes(value.get_state().numpy().tobytes())
+    return None
+
+
+def _enter(contexts: list) -> Any:
+    """Enter context managers in order; return a function that exits them with an error or None."""
+    entered = []
+    for context in contexts:
+        context.__enter__()
+        entered.append(context)
+
+    def leave(error: BaseException | None) -> None:
+        pending = error
+        for context in reversed(entered):
+            try:
+                if pending is None:
+                    context.__exit__(None, None, None)
+                elif context.__exit__(type(pending), pending, pending.__traceback__):
+                    pending = None
+            except BaseException as raised:  # noqa: BLE001 - own_work raises CheckFailed on exit
+                pending = raised
+        if pending is not None and pending is not error:
+            raise pending
+
+    return leave
+
+
+def _describe(error: BaseException) -> dict:
+    kind = type(error)
+    return {"type": kind.__name__, "module": kind.__module__, "message": str(error)[:2000],
+            "mro": [c.__name__ for c in kind.__mro__],
+            "trace": "".join(traceback.format_exception_only(kind, error))[-500:]}
+
+
+class CheckerError(Exception):
+    """An error the checker's own function raised while the kernel called it."""
+
+
+def _checker_error(info: dict) -> BaseException:
+    kind = getattr(builtins, str(info.get("type")), None)
+    if isinstance(kind, type) and issubclass(kind, Exception):
+        return kind(info.get("message", ""))
+    return CheckerError(f"{info.get('type')}: {info.get('message', '')}")
+
+
+def serve() -> None:
+    """Answer the checker until it says ``end``. Started by the grader, not by students."""
+    ask = builtins.input
+    main = sys.modules["__main__"].__dict__
+    namespace = getattr(sys.modules.get("__main__"), "__dict__", main)
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            namespace = shell.user_ns
+    except ImportError:
+        pass
+    session = _Session(ask, namespace)
+    message = json.dumps({"hello": 1})
+    while True:
+        request = json.loads(ask(message))
+        if request.get("op") == "end":
+            break
+        message = json.dumps(session.answer(request))
+    session.objects.clear()
+    session.graphs.clear()
