@@ -39,12 +39,15 @@ class _Session:
         self.handles: dict[int, int] = {}
         self.graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.saved: dict[int, dict[str, Any]] = {}
+        self.received: dict[int, tuple[int, Any]] = {}
         self.counter = 0
         self.evidence: list[str] = []
 
     # ------------------------------------------------------------------ values
     def handle_of(self, obj: Any) -> dict:
         key = id(obj)
+        if key in self.received:  # the checker's own object, sent by value: it knows it
+            return {"$sent": self.received[key][0]}
         if key not in self.handles:
             self.counter += 1
             self.handles[key] = self.counter
@@ -70,13 +73,21 @@ class _Session:
             return obj
         if "$callback" in tag:
             return self._callback(int(tag["$callback"]))
+        if "$object" in tag:  # a model or object the tests built, of a library class, sent by value
+            import io
+
+            obj = torch.load(io.BytesIO(base64.b64decode(tag["$object"])), weights_only=False)
+            self.received[id(obj)] = (int(tag.get("n", 0)), obj)
+            return obj
         raise wire.WireError(f"unknown tag {sorted(tag)}")
 
     def enc(self, value: Any) -> Any:
-        return wire.encode(value, self.handle_of)
+        with torch._C.DisableTorchFunction():  # a test's torch mode (meta as default device) must not touch the wire
+            return wire.encode(value, self.handle_of)
 
     def dec(self, data: Any) -> Any:
-        return wire.decode(data, self.resolve)
+        with torch._C.DisableTorchFunction():
+            return wire.decode(data, self.resolve)
 
     def _callback(self, number: int) -> Any:
         def call_checker(*args: Any, **kwargs: Any) -> Any:
@@ -116,6 +127,8 @@ class _Session:
                 torch.set_rng_state(torch.frombuffer(bytearray(base64.b64decode(context["rng"])), dtype=torch.uint8).clone())
             if "dtype" in context:
                 torch.set_default_dtype(getattr(torch, context["dtype"]))
+            if "device" in context and str(context["device"]) in ("cpu", "meta", "cuda", "cuda:0", "mps"):
+                torch.set_default_device(str(context["device"]))
             with torch.set_grad_enabled(bool(context.get("grad", True))):
                 reply = getattr(self, "op_" + str(request.get("op")))(request)
         except KeyboardInterrupt:  # the checker's time limit: the kernel is interrupted
@@ -221,7 +234,12 @@ class _Session:
         after = {}
         for index, (value, old) in enumerate(zip(watched, before)):
             if old is not None and _snapshot(value) != old:
-                after[index] = self.enc(value)
+                if isinstance(value, torch.nn.Module):
+                    after[index] = self.enc({"module_state": dict(value.state_dict()),
+                                             "training": [m.training for m in value.modules()],
+                                             "requires_grad": [p.requires_grad for p in value.parameters()]})
+                else:
+                    after[index] = self.enc(value)
         reply: dict[str, Any] = {"value": self.enc(result), "after": after}
         outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
         if outputs:
@@ -282,6 +300,9 @@ def _snapshot(value: Any) -> Any:
         return (tuple(data.shape), data.dtype, value.requires_grad, raw)
     if isinstance(value, torch.Generator):
         return bytes(value.get_state().numpy().tobytes())
+    if isinstance(value, torch.nn.Module):
+        return ([m.training for m in value.modules()], [p.requires_grad for p in value.parameters()],
+                [_snapshot(t) for t in value.state_dict().values()])
     return None
 
 
@@ -340,11 +361,17 @@ def serve() -> None:
     except ImportError:
         pass
     session = _Session(ask, namespace)
+    dtype, device, grad = torch.get_default_dtype(), torch.get_default_device(), torch.is_grad_enabled()
     message = json.dumps({"hello": 1})
-    while True:
-        request = json.loads(ask(message))
-        if request.get("op") == "end":
-            break
-        message = json.dumps(session.answer(request))
-    session.objects.clear()
-    session.graphs.clear()
+    try:
+        while True:
+            request = json.loads(ask(message))
+            if request.get("op") == "end":
+                break
+            message = json.dumps(session.answer(request))
+    finally:  # the notebook goes on as the tests found it
+        torch.set_default_dtype(dtype)
+        torch.set_default_device(device)
+        torch.set_grad_enabled(grad)
+        session.objects.clear()
+        session.graphs.clear()

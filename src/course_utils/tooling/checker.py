@@ -28,6 +28,7 @@ import ast
 import base64
 import builtins
 import importlib
+import io
 import json
 import os
 import queue
@@ -75,10 +76,21 @@ class CheckResult:
     evidence: list[str] = field(default_factory=list)
 
 
-def checker_enabled() -> bool:
-    """Test cells are decided by the trusted checker unless ``COURSE_CHECKER=off`` (the old way:
-    the whole test cell, hidden tests included, runs in the student's kernel)."""
-    return os.environ.get("COURSE_CHECKER", "on").lower() not in {"off", "0", "no"}
+# Assignments whose solution and every curated mistake are proven through the checker (`course
+# mistakes`). The others still run their whole test cells in the kernel until they are proven:
+# COURSE_CHECKER=all checks every assignment here, COURSE_CHECKER=off none.
+CHECKED_ASSIGNMENTS = frozenset({"00_welcome", "02_soft_attention", "03_self_attention", "06_positional_encoding",
+                                 "07_transformer_block"})
+
+
+def checker_enabled(assignment: str | None = None) -> bool:
+    """Whether the trusted checker decides the test cells of ``assignment`` (see ``CHECKED_ASSIGNMENTS``)."""
+    setting = os.environ.get("COURSE_CHECKER", "").lower()
+    if setting in {"off", "0", "no"}:
+        return False
+    if setting in {"all", "on", "1", "yes"}:
+        return True
+    return assignment in CHECKED_ASSIGNMENTS
 
 
 def split_hidden(source: str) -> str:
@@ -339,6 +351,8 @@ class Checker:
         self.proxies: dict[int, RemoteObject] = {}
         self.callbacks: dict[int, Callable[..., Any]] = {}
         self.callback_graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        self.sent: dict[int, Any] = {}
+        self.sent_ids: dict[int, int] = {}
         self.evidence: list[str] = []
         first = self.link.exchange({"op": "lookup", "names": []})
         self._sync_rng(first)
@@ -351,6 +365,13 @@ class Checker:
         ref = _library_ref(obj)
         if ref:
             return {"$ref": ref}
+        if _library_ref(type(obj)):  # the tests' own model or vocabulary, of a library class: sent by value
+            # (pickled one way only: the kernel never sends a pickle back)
+            buffer = io.BytesIO()
+            torch.save(obj, buffer)
+            number = self.sent_ids.setdefault(id(obj), len(self.sent_ids) + 1)
+            self.sent[number] = obj  # the kernel's copy comes back as this very object
+            return {"$object": base64.b64encode(buffer.getvalue()).decode("ascii"), "n": number}
         if callable(obj):
             number = len(self.callbacks) + 1
             self.callbacks[number] = obj
@@ -358,6 +379,8 @@ class Checker:
         raise wire.WireError(f"a {type(obj).__name__} of the tests cannot be sent to the notebook")
 
     def resolve(self, tag: dict) -> Any:
+        if "$sent" in tag and int(tag["$sent"]) in self.sent:
+            return self.sent[int(tag["$sent"])]
         if "$handle" not in tag:
             raise wire.WireError(f"the kernel sent an unknown tag {sorted(tag)[:3]}")
         number = int(tag["$handle"])
@@ -367,10 +390,12 @@ class Checker:
         return self.proxies[number]
 
     def enc(self, value: Any) -> Any:
-        return wire.encode(value, self.handle_of)
+        with torch._C.DisableTorchFunction():  # a test's torch mode (meta as default device) must not touch the wire
+            return wire.encode(value, self.handle_of)
 
     def dec(self, data: Any) -> Any:
-        return wire.decode(data, self.resolve)
+        with torch._C.DisableTorchFunction():
+            return wire.decode(data, self.resolve)
 
     # requests
     def _sync_rng(self, reply: dict) -> None:
@@ -385,6 +410,7 @@ class Checker:
             "rng": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii"),
             "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
             "grad": torch.is_grad_enabled(),
+            "device": str(torch.get_default_device()),
         }
         reply = self.link.exchange({"op": op, "context": context, **fields})
         while "callback" in reply or "callback_backward" in reply:  # the kernel calls one of our functions
@@ -482,6 +508,16 @@ def _write_back(local: Any, new: Any) -> None:
             local.requires_grad_(new.requires_grad)
     elif isinstance(local, torch.Generator) and isinstance(new, torch.Generator):
         local.set_state(new.get_state())
+    elif isinstance(local, torch.nn.Module) and isinstance(new, dict) and "module_state" in new:
+        state, modes, trainable = new["module_state"], new.get("training", []), new.get("requires_grad", [])
+        try:
+            local.load_state_dict(state)
+        except Exception:  # noqa: BLE001 - a different structure: the values cannot be mirrored
+            pass
+        for module, mode in zip(local.modules(), modes):
+            module.training = bool(mode)
+        for parameter, flag in zip(local.parameters(), trainable):
+            parameter.requires_grad_(bool(flag))
 
 
 def _library_ref(obj: Any) -> str | None:
@@ -550,7 +586,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         except Exception:  # noqa: BLE001 - an optional package missing here
             pass
     trusted = set(namespace)
-    saved_dtype, saved_grad = torch.get_default_dtype(), torch.is_grad_enabled()
+    saved_dtype, saved_grad, saved_device = torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_default_device()
     link: KernelLink | None = None
     checker: Checker | None = None
     try:
@@ -574,6 +610,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         checks._REMOTE_MODES.clear()
         torch.set_default_dtype(saved_dtype)
         torch.set_grad_enabled(saved_grad)
+        torch.set_default_device(saved_device)
         if link is not None:
             try:
                 link.close()

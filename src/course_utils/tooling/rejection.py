@@ -73,8 +73,9 @@ def _error(cell: nbformat.NotebookNode) -> str | None:
 class _Kernel:
     """One kernel running one notebook's cells on demand."""
 
-    def __init__(self, nb: nbformat.NotebookNode, cwd: Path, timeout: int) -> None:
+    def __init__(self, nb: nbformat.NotebookNode, cwd: Path, timeout: int, assignment: str = "") -> None:
         self.nb = nb
+        self.checked = checker_enabled(assignment)
         self.timeout = timeout
         self.prelude = prelude_from_source([c.source for c in nb.cells if c.cell_type == "code"
                                             and not nbgrader_meta(c).get("solution") and not nbgrader_meta(c).get("grade")])
@@ -87,7 +88,7 @@ class _Kernel:
         """Run ``source`` as cell ``index``; return the error (``"ename: evalue"``) or None."""
         cell = self.nb.cells[index]
         meta = nbgrader_meta(cell)
-        is_test = meta.get("grade") and not meta.get("solution") and checker_enabled()
+        is_test = meta.get("grade") and not meta.get("solution") and self.checked
         cell.source = split_hidden(source) if is_test else source
         try:
             self.client.execute_cell(cell, index)
@@ -135,7 +136,7 @@ def check_rejections(
     workdir = Path(tempfile.mkdtemp(prefix=f"rejection-{assignment}-"))
     try:
         shutil.copytree(path.parent, workdir, dirs_exist_ok=True)
-        kernel = _Kernel(nb, workdir, timeout)
+        kernel = _Kernel(nb, workdir, timeout, assignment)
         results: list[Rejection] = []
         with kernel.client.setup_kernel():
             failed = []

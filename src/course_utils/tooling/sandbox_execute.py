@@ -107,7 +107,8 @@ class SandboxedExecute(Execute):
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # type: ignore[override]
         """A test cell: the kernel runs its visible part; the checker runs all of it and decides."""
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled():
+        assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
+        if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled(assignment):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         from course_utils.tooling.checker import check_cell, split_hidden
 

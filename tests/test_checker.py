@@ -1,0 +1,204 @@
+"""The trusted checker (issue 25): test cells decided outside the student's kernel.
+
+Wire round trips are unit tests; the rest runs a real kernel (unsandboxed: the sandbox has
+its own tests) holding a student's answer, then checks a test cell against it, the way
+grading does. Each attack below once forged full marks or leaked hidden tests when the
+tests ran inside the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+
+from course_utils import wire
+from course_utils.tooling.checker import check_cell, split_hidden
+from course_utils.tooling.layout import KERNEL_NAME
+
+SENTINEL = "hidden-sentinel-9c2e"
+TEST = f'''
+check(count_parameters(torch.nn.Linear(3, 2)) == 8, "count_parameters(Linear(3, 2)) should be 8.")
+print("Visible tests passed.")
+### BEGIN HIDDEN TESTS
+check(count_parameters(torch.nn.Linear(5, 7, bias=False)) == 35, "{SENTINEL}: Linear(5, 7, bias=False) has 35.")
+### END HIDDEN TESTS
+'''
+RIGHT = "def count_parameters(module):\n    return sum(p.numel() for p in module.parameters())\n"
+WRONG = "def count_parameters(module):\n    return 8\n"
+
+
+# ------------------------------------------------------------------------------ wire
+
+
+def _roundtrip(value):
+    return wire.decode(wire.encode(value, lambda o: pytest.fail(f"no handle expected for {o!r}")),
+                       lambda tag: pytest.fail("no tag expected"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.int32, torch.bool, torch.uint8, torch.complex64])
+def test_tensors_cross_exactly(dtype):
+    t = (torch.randn(3, 4) * 10).to(dtype)
+    back = _roundtrip(t)
+    assert back.dtype == dtype and back.shape == t.shape and torch.equal(back, t)
+
+
+def test_values_keep_their_kind():
+    p = torch.nn.Parameter(torch.randn(2))
+    p.grad = torch.ones(2)
+    value = {"a": [1, 2.5, float("nan"), float("-inf"), None, True], "b": (torch.empty(0, 3), torch.zeros(2, device="meta")),
+             3: np.arange(4, dtype=np.float32), "s": torch.Size([2, 3]), "d": torch.float16, "p": p,
+             "x": torch.ones(2, requires_grad=True), "sl": slice(1, None, 2), "n": np.float64(2.5)}
+    back = _roundtrip(value)
+    assert back["a"][:2] == [1, 2.5] and math.isnan(back["a"][2]) and back["a"][3] == -math.inf
+    assert back["b"][0].shape == (0, 3) and back["b"][1].device.type == "meta"
+    assert np.array_equal(back[3], value[3]) and back["s"] == torch.Size([2, 3]) and back["d"] is torch.float16
+    assert isinstance(back["p"], torch.nn.Parameter) and torch.equal(back["p"].grad, torch.ones(2))
+    assert back["x"].requires_grad and back["sl"] == slice(1, None, 2) and back["n"] == 2.5
+
+
+def test_generators_cross_with_their_state():
+    g = torch.Generator().manual_seed(7)
+    torch.rand(3, generator=g)
+    back = _roundtrip(g)
+    assert torch.equal(torch.rand(5, generator=back), torch.rand(5, generator=g))
+
+
+@pytest.mark.parametrize("data", [
+    {"$tensor": {"dtype": "float32", "shape": [4], "data": "AAAA"}},      # 3 bytes for 16
+    {"$tensor": {"dtype": "os.system", "shape": [1], "data": ""}},         # not a dtype
+    {"$array": {"dtype": "|O", "shape": [1], "data": ""}},                 # object arrays are not data
+    [1, 2],                                                               # an untagged list
+])
+def test_malformed_data_is_refused(data):
+    with pytest.raises(wire.WireError):
+        wire.decode(data, lambda tag: (_ for _ in ()).throw(wire.WireError("tag")))
+
+
+def test_split_hidden_keeps_only_the_visible_tests():
+    visible = split_hidden(TEST)
+    assert "Visible tests passed" in visible and SENTINEL not in visible and "HIDDEN" not in visible
+
+
+# ------------------------------------------------------------------------------ against a kernel
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("")]
+    client = NotebookClient(nb, timeout=60, kernel_name=KERNEL_NAME, allow_errors=True)
+    with client.setup_kernel():
+        def run(source: str):
+            nb.cells[0].source = source
+            client.execute_cell(nb.cells[0], 0)
+            errors = [o for o in nb.cells[0].outputs if o.output_type == "error"]
+            assert not errors, f"{errors[0].ename}: {errors[0].evalue}"
+            return "".join(o.get("text", "") for o in nb.cells[0].outputs if o.output_type == "stream")
+
+        yield run, client.km.get_connection_info()
+
+
+def _check(kernel, answer: str, test: str = TEST, timeout: float = 60):
+    run, info = kernel
+    run("import torch\nfrom course_utils.checks import *\n" + answer)
+    run(split_hidden(test))
+    return check_cell(info, test, timeout=timeout)
+
+
+pytestmark = pytest.mark.slow
+
+
+def test_right_answer_passes_and_wrong_one_fails_the_hidden_test(kernel):
+    assert _check(kernel, RIGHT).ok
+    result = _check(kernel, WRONG)
+    assert not result.ok and result.ename == "CheckFailed" and "35" in result.evalue
+
+
+@pytest.mark.parametrize("patch", [
+    "import course_utils.checks as c\nc.check = lambda *a, **k: None\nc._fail = lambda *a, **k: None\n",
+    "import sys\n[sys.modules['course_utils.checks']][0].__dict__['_fail'] = lambda *a, **k: None\n",
+    "import course_utils\nsetattr(getattr(course_utils, 'checks'), 'check', print)\ncheck = print\n",
+    "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
+    # a fake agent that answers every question with "None"
+    "import sys, types, json, builtins\nfake = types.ModuleType('course_utils.agent')\n"
+    "def serve():\n    msg = json.dumps({'hello': 1})\n    while True:\n        req = json.loads(builtins.input(msg))\n"
+    "        if req.get('op') == 'end': return\n        msg = json.dumps({'value': None})\n"
+    "fake.serve = serve\nsys.modules['course_utils.agent'] = fake\n",
+])
+def test_checks_switched_off_in_the_kernel_do_not_pass_a_wrong_answer(kernel, patch):
+    run, _ = kernel
+    try:
+        result = _check(kernel, patch + WRONG)
+        assert not result.ok
+    finally:
+        run("import importlib, sys, builtins\nimport course_utils.checks, course_utils.agent\n"
+            "builtins.AssertionError = AssertionError.__mro__[0] if AssertionError.__name__ == 'AssertionError' else __import__('builtins').__dict__['BaseException'].__subclasses__()[0]\n"
+            "sys.modules.pop('course_utils.agent', None); importlib.reload(course_utils.checks)\n"
+            "import course_utils.agent\n")
+
+
+LEAKER = RIGHT + '''
+import gc, sys
+LEAK = []
+_real = count_parameters
+def count_parameters(module):
+    frame = sys._getframe()
+    while frame is not None:   # every frame, its code, its locals
+        LEAK.append(repr(frame.f_code) + repr(frame.f_locals)[:100000] + repr(frame.f_globals.get("In", "")))
+        frame = frame.f_back
+    LEAK.append(repr([o for o in gc.get_objects() if isinstance(o, str) and "sentinel" in o]))
+    return _real(module)
+'''
+
+
+def test_hidden_tests_never_reach_the_kernel(kernel):
+    run, _ = kernel
+    assert _check(kernel, LEAKER).ok
+    seen = run("print(len(LEAK), any('" + SENTINEL[:6] + "' + '" + SENTINEL[6:] + "' in x for x in LEAK))")
+    assert seen.split() == ["2", "False"] or (seen.split()[1] == "False" and int(seen.split()[0]) > 0)
+
+
+def test_an_endless_answer_fails_in_time_and_the_kernel_goes_on(kernel):
+    run, _ = kernel
+    result = _check(kernel, "def count_parameters(module):\n    if module.in_features == 5:\n        while True: pass\n"
+                            "    return 8\n", timeout=8)
+    assert not result.ok and "timed out" in result.evalue
+    assert run("print(1 + 1)").strip().endswith("2")
+
+
+def test_in_place_changes_gradients_and_seeds_cross(kernel):
+    answer = (
+        "def scale_(x):\n    x.mul_(2)\n    return x.sum()\n"
+        "def grow(x, w):\n    return (x * w).sum(-1)\n"
+        "class Lin(torch.nn.Module):\n    def __init__(self):\n        super().__init__(); self.f = torch.nn.Linear(3, 2)\n"
+        "    def forward(self, x):\n        return self.f(x)\n"
+    )
+    test = (
+        "x = torch.ones(3)\nscale_(x)\ncheck(torch.equal(x, 2 * torch.ones(3)), 'in-place change seen')\n"
+        "a = torch.randn(4, 3, requires_grad=True)\nw = torch.randn(3)\ngrow(a, w).sum().backward()\n"
+        "check_close(a.grad, w.expand(4, 3), 'gradient across')\n"
+        "torch.manual_seed(3)\nm = Lin()\ntorch.manual_seed(3)\nref = torch.nn.Linear(3, 2)\n"
+        "check(isinstance(m.f, torch.nn.Linear), 'a library class is seen as such')\n"
+        "check_close(m.f.weight, ref.weight, 'same seed, same weights')\n"
+        "check_backward(m, torch.randn(2, 3), name='Lin', reference=lambda t: ref(t))\n"
+        "check_device_dtype(m, torch.randn(2, 3), name='Lin')\n"
+        "with leaves_unchanged('scale_', x):\n    pass\n"
+    )
+    result = _check(kernel, answer, test)
+    assert result.ok, result.evalue
+
+
+def test_a_switched_off_watch_is_reported(kernel):
+    answer = ("import sys\nfrom course_utils.attention import scaled_dot_product_attention as _ref\n"
+              "def attention(q, k, v):\n    sys.setprofile(None)\n    return _ref(q, k, v)\n")
+    test = ("q = torch.randn(2, 3, 4)\nwith own_work('course_utils.attention.scaled_dot_product_attention', name='attention'):\n"
+            "    attention(q, q, q)\n")
+    result = _check(kernel, answer, test)
+    assert any("profiler" in item for item in result.evidence), result
