@@ -9,6 +9,7 @@
     course mistakes [A ...]     (authors) show that the tests reject every curated mistake
     course check NOTEBOOK ...   (students) run your notebook's visible tests
     course flags [A ...]        submissions whose code tries to get around the tests (never zeroed)
+    course review [A [S]]       held submissions (flagged, similar code) and the instructor's decision
     course dist                 build the student distribution: release notebooks and a wheel
     course setup-kernel         register the Jupyter kernel the notebooks use
 """
@@ -211,6 +212,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import generate_feedback
+    from course_utils.tooling.review import held, review_submissions
 
     root = find_root()
     names = _names(root, args.assignments)
@@ -219,20 +221,61 @@ def cmd_feedback(args: argparse.Namespace) -> int:
         for message in not_released:
             print(f"course feedback: {message}", file=sys.stderr)
         return 1
+    on_hold = held(review_submissions(root, names))
     for name in names:
-        folder = generate_feedback(root, name, args.student or None)
+        skip = sorted(s for a, s in on_hold if a == name and (not args.student or s in args.student))
+        for student in skip:
+            print(f"{name}: no feedback for {student}: held for review (`course review {name}`)")
+        folder = generate_feedback(root, name, args.student or None, skip=skip)
     print(f"feedback written under {folder}")
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import export_grades, read_scores, submission_flags
+    from course_utils.tooling.review import held, review_submissions
 
     root = find_root()
     rows = read_scores(root)
     flags = submission_flags(root, sorted({(r.assignment, r.student) for r in rows}))
-    path = export_grades(rows, Path(args.out), flags)
-    print(f"grades written to {path}")
+    on_hold = held(review_submissions(root, sorted({r.assignment for r in rows}), flags=flags))
+    path = export_grades(rows, Path(args.out), flags, held=on_hold)
+    waiting = sum((r.assignment, r.student) in on_hold for r in rows)
+    print(f"grades written to {path}" + (f" ({waiting} held, without a score: `course review`)" if waiting else ""))
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from course_utils.tooling.review import decide, format_review, review_submissions
+
+    root = find_root()
+    action = "accept" if args.accept else "zero" if args.zero else "score" if args.score is not None else None
+    if action:
+        if not (args.assignment and args.student):
+            print("course review: a decision needs ASSIGNMENT and STUDENT", file=sys.stderr)
+            return 2
+        if action != "accept" and not (args.reason or "").strip():
+            print(f"course review: --{action} needs --reason \"...\" (it is recorded with the decision)", file=sys.stderr)
+            return 2
+        _names(root, [args.assignment])
+        try:
+            decision = decide(root, args.assignment, args.student, action, score=args.score,
+                              reason=args.reason or "", by=args.by)
+        except (LookupError, ValueError) as error:
+            print(f"course review: {error}", file=sys.stderr)
+            return 1
+        print(f"{args.assignment} / {args.student}: {decision}\n"
+              "recorded in the gradebook (manual scores and comment): `course export` shows it final, "
+              "`course feedback` writes its feedback")
+        return 0
+    names = _names(root, [args.assignment] if args.assignment else [])
+    out_dir = root / "build" / "flags"
+    comparisons: dict = {}
+    reviews = review_submissions(root, names, csv_dir=out_dir, comparisons=comparisons)
+    if args.student:
+        reviews = {key: review for key, review in reviews.items() if key[1] == args.student}
+    print(format_review(reviews, names, comparisons))
+    print(f"similar pairs written to {out_dir}/<assignment>-similarity.csv")
     return 0
 
 
@@ -324,6 +367,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=int, default=120, help="seconds allowed per cell (default 120)")
     flags = add("flags", cmd_flags, "scan submissions for code that gets around the tests; writes build/flags/<A>.csv")
     flags.add_argument("--student", action="append", help="only this student (repeatable)")
+    review = add("review", cmd_review, "held submissions (flagged, or similar to the reference or to another "
+                 "student) with their evidence; or record the decision on one", False)
+    review.add_argument("assignment", nargs="?", help="assignment (default: all)")
+    review.add_argument("student", nargs="?", help="student (with a decision: the one decided on)")
+    decision = review.add_mutually_exclusive_group()
+    decision.add_argument("--accept", action="store_true", help="the autograded score stands")
+    decision.add_argument("--zero", action="store_true", help="every graded cell 0")
+    decision.add_argument("--score", type=float, metavar="N", help="total N (each cell the same fraction of its points)")
+    review.add_argument("--reason", help="why (required with --zero and --score); kept in the gradebook's comment")
+    review.add_argument("--by", help="who decides (default: the login name)")
     dist = add("dist", cmd_dist, "build the student distribution (release notebooks, wheel, README); no solutions or hidden tests", False)
     dist.add_argument("--out", default="build/student-dist", help="output folder (default build/student-dist)")
     return parser

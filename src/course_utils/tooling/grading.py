@@ -12,7 +12,7 @@ import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from course_utils.tooling.gradebook import AssignmentNotReleased, course_db_url, require_assignment
 from course_utils.tooling.nbgrader_runner import autograde_students, run_nbgrader
@@ -260,39 +260,67 @@ def scores_table(
     return "\n".join(text)
 
 
-def export_grades(rows: Sequence[NotebookScore], path: Path, flags: Flags | None = None) -> Path:
-    """Write one CSV row per student and assignment: totals, the scan's ``flags`` and a
-    column per graded cell."""
+def export_grades(
+    rows: Sequence[NotebookScore],
+    path: Path,
+    flags: Flags | None = None,
+    held: Collection[tuple[str, str]] = (),
+) -> Path:
+    """Write one CSV row per student and assignment: ``status``, totals, the scan's ``flags``
+    and a column per graded cell. A submission in ``held`` (``(assignment, student)``: waiting
+    for the instructor's decision, see :mod:`course_utils.tooling.review`) has status ``held``
+    and no score at all; every other one is ``final``."""
     flags = flags or {}
+    held = set(held)
     cell_ids = sorted({(r.assignment, gid) for r in rows for gid in r.cells})
-    columns = ["student", "assignment", "notebook", "score", "max_score", "needs_manual_grade", "flags"]
+    columns = ["student", "assignment", "notebook", "status", "score", "max_score", "needs_manual_grade", "flags"]
     columns += [f"{assignment}:{gid}" for assignment, gid in cell_ids]
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         for row in rows:
+            on_hold = (row.assignment, row.student) in held
             record = {
                 "student": row.student,
                 "assignment": row.assignment,
                 "notebook": row.notebook,
-                "score": f"{row.score:g}",
+                "status": "held" if on_hold else "final",
+                "score": "" if on_hold else f"{row.score:g}",
                 "max_score": f"{row.max_score:g}",
                 "needs_manual_grade": " ".join(row.needs_manual_grade),
                 "flags": "; ".join(str(flag) for flag in flags.get((row.assignment, row.student), ())),
             }
             for gid, cell in row.cells.items():
-                record[f"{row.assignment}:{gid}"] = f"{cell.score:g}"
+                record[f"{row.assignment}:{gid}"] = "" if on_hold else f"{cell.score:g}"
             writer.writerow(record)
     return path
 
 
-def generate_feedback(course_dir: Path, assignment: str, students: Sequence[str] | None = None) -> Path:
+def generate_feedback(
+    course_dir: Path,
+    assignment: str,
+    students: Sequence[str] | None = None,
+    skip: Collection[str] = (),
+) -> Path:
     """``nbgrader generate_feedback``: HTML feedback per student under ``feedback/``.
 
+    ``skip``: students whose submission is held for review: no feedback is generated for
+    them, and an earlier copy (``feedback/<student>/<assignment>/``) is removed so that
+    ``nbgrader release_feedback`` cannot release it.
+
     Raises :class:`AssignmentNotReleased` when the assignment is not in the gradebook."""
+    import shutil
+
     require_assignment(course_db_url(course_dir), assignment)
+    skip = set(skip)
+    for student in sorted(skip):
+        shutil.rmtree(Path(course_dir) / "feedback" / student / assignment, ignore_errors=True)
     base = ["generate_feedback", assignment, "--force"]
-    for args in [base + [f"--student={student}"] for student in students] if students else [base]:
+    if students:
+        runs = [base + [f"--student={student}"] for student in students if student not in skip]
+    else:
+        runs = [base + ([f"--CourseDirectory.student_id_exclude={','.join(sorted(skip))}"] if skip else [])]
+    for args in runs:
         run_nbgrader(args, course_dir)
     return course_dir / "feedback"
