@@ -106,7 +106,7 @@ def test_student_result_comes_from_that_students_outcome():
     assert dead.status == "failed" and "kernel died" in dead.reason
     limit = student_result("c", A, {"success": False, "log": (
         "course_utils.tooling.sandbox.SandboxLimitError: Kernel died: out of memory (limit 6 GiB)")})
-    assert limit.reason == "the kernel died while running the notebook: out of memory (limit 6 GiB)"
+    assert limit.reason == "the kernel died while running the notebook: out of memory (limit 6 GiB) (SandboxLimitError)"
     other = student_result("d", A, {"success": False, "log": "ValueError: bad cell\n",
                                      "error": "nbgrader.apps.baseapp.NbGraderException: Please see the log"})
     assert other.reason == "nbgrader could not grade this submission (ValueError: bad cell)"

@@ -12,6 +12,7 @@
     course review [A [S]]       held submissions (flagged, similar code) and the instructor's decision
     course dist                 build the student distribution: release notebooks and a wheel
     course setup-kernel         register the Jupyter kernel the notebooks use
+    course doctor               what grading needs and what this machine has (ok, or the fix)
 """
 
 from __future__ import annotations
@@ -95,14 +96,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         executed_ok = all(r.ok for r in execute_solutions(root, names, profile=profile, out_dir=out_dir, timeout=args.timeout))
     course_dir = (root / args.class_dir).resolve()
     print(f"== 3/3 autograde a demo class with nbgrader (profile 'ci') in {course_dir}/", flush=True)
+    from course_utils.tooling.doctor import sandbox_unavailable
+
+    unsandboxed = sandbox_unavailable()
+    if unsandboxed:  # the demo class is the course's own code; students' work never goes unsandboxed unasked
+        print(f"== no grading sandbox: {unsandboxed}. The demo class (the course's own code) is graded UNSANDBOXED; "
+              "`course grade` refuses students' submissions until there is one (`course doctor` says what to run).",
+              flush=True)
     report = grade_demo_class(root, course_dir, names, with_mistakes=not args.no_mistakes, isolated=args.all_mistakes,
-                              workers=args.workers or default_workers())
+                              workers=args.workers or default_workers(), sandbox=not unsandboxed)
     print()
     print(scores_table(report.rows, report.failed))
     print()
     for verdict in report.verdicts:
         mark = "ok  " if verdict.ok else "FAIL"
         print(f"  {mark} {verdict.assignment:<20} {verdict.student:<44} {verdict.expectation} ({verdict.detail})")
+    failed_verdicts = sum(not v.ok for v in report.verdicts)
+    if failed_verdicts:
+        print(f"\n{failed_verdicts} of {len(report.verdicts)} expectations FAILED")
     grades = export_grades(report.rows, course_dir / "grades.csv")
     print(f"\ngrades: {grades}   feedback: {course_dir / 'feedback'}/")
     print(f"main job finished in {time.perf_counter() - started:.0f} s")
@@ -158,7 +169,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     problem = _sandbox_gate(args.no_sandbox)
     if problem:
         print(f"course grade: refusing to grade without a sandbox: {problem}\n"
-              "Install what is missing, or pass --no-sandbox to grade unsandboxed (only trusted code).",
+              "Install what is missing (`course doctor` says what to run), or pass --no-sandbox to grade "
+              "unsandboxed (only trusted code).",
               file=sys.stderr)
         return 2
     not_released = _not_released(root, names)
@@ -196,11 +208,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if args.student:
         rows = [r for r in rows if r.student in args.student]
     flags = submission_flags(root, sorted({(r.assignment, r.student) for r in results}))
-    print(scores_table(rows, failed, flags))
-    if failed:
-        print(f"\n{len(failed)} submission(s) could not be graded:")
-        for (name, student), why in sorted(failed.items()):
-            print(f"  FAILED {student} / {name}: {why}")
+    print(scores_table(rows, failed, flags))  # a failed submission's line carries its reason and error
     if flags:
         print(f"\n{len(flags)} submission(s) flagged for review (scores unchanged):")
         for (name, student), found in sorted(flags.items()):
@@ -324,6 +332,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if all_passed else 1
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from course_utils.tooling.doctor import FAIL, format_report, run_checks
+
+    checks = run_checks()
+    print(format_report(checks))
+    return 1 if any(c.status == FAIL for c in checks) else 0
+
+
 TIMEOUT_HELP = "seconds allowed per cell (default: ci 600, cpu and gpu no limit; 0 = no limit)"
 
 
@@ -339,6 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     add("setup-kernel", cmd_setup_kernel, f"register the Jupyter kernel {KERNEL_NAME!r} for this environment", False)
+    add("doctor", cmd_doctor, "what grading needs (python, torch, kernel, sandbox, nbgrader, extras, GPU, gradebook) "
+        "and what this machine has: ok, or the command that fixes it; exits 1 if grading lacks something", False)
     add("release", cmd_release, "regenerate notebooks/ (the student release) from solutions/")
     execute = add("execute", cmd_execute, "execute the solution notebooks, saving executed copies in build/executed/<profile>/")
     execute.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="default: COURSE_PROFILE, else by device")

@@ -3,18 +3,25 @@
 For each assignment the class has a student who submits the solutions, one who submits
 the untouched release, and students whose answers hold the curated mistakes (the
 solutions with wrong answers put in). Grading it with real ``nbgrader autograde`` must
-give full marks, zero, and lost points in the tests each mistake names.
+give full marks, zero, and lost points in the tests each mistake names; a student who could
+not be graded, or whose grades hold no points at all (0/0), fails every expectation.
+
+The class is the course's own code, so it is graded in the sandbox where one works and
+unsandboxed (saying so, :attr:`DemoReport.unsandboxed`) where none does; students' real
+submissions never are, unless the instructor asks (``course grade --no-sandbox``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import nbformat
 
@@ -24,7 +31,8 @@ from course_utils.tooling.mistakes import Mistake, load_mistakes
 from course_utils.tooling.nbgrader_runner import NbgraderError
 from course_utils.tooling.release import generate_release, prepare_scratch_course
 
-__all__ = ["DemoStudent", "Verdict", "DemoReport", "demo_students", "write_submissions", "grade_demo_class"]
+__all__ = ["DemoStudent", "Verdict", "DemoReport", "demo_students", "write_submissions", "grade_demo_class",
+           "sandbox_choice"]
 
 SOLUTION_STUDENT = "ada-solutions"
 BLANK_STUDENT = "bo-blank"
@@ -57,6 +65,7 @@ class DemoReport:
     rows: list[NotebookScore]
     verdicts: list[Verdict] = field(default_factory=list)
     failed: dict[tuple[str, str], str] = field(default_factory=dict)
+    unsandboxed: str = ""  # why the class was graded without the sandbox ("": in the sandbox)
 
     @property
     def ok(self) -> bool:
@@ -110,21 +119,46 @@ def write_submissions(course_dir: Path, assignment: str, students: Sequence[Demo
                 raise KeyError(f"{assignment}: mistake {mistake.name!r} names cell {mistake.cell!r}, which is not an answer cell")
 
 
-def _verdicts(assignment: str, students: Sequence[DemoStudent], rows: Sequence[NotebookScore]) -> list[Verdict]:
+def _expectation(student: DemoStudent) -> str:
+    if student.kind == "solution":
+        return "solutions score full marks"
+    if student.kind == "blank":
+        return "blank release scores zero"
+    return "rejected: " + "; ".join(m.name for m in student.mistakes)
+
+
+def _verdicts(
+    assignment: str,
+    students: Sequence[DemoStudent],
+    rows: Sequence[NotebookScore],
+    failed: dict[tuple[str, str], str] | None = None,
+) -> list[Verdict]:
+    """One verdict per student. A student nbgrader could not grade (``failed``: the reason),
+    without grades, or whose grades hold no autograded points (0/0) fails, with the reason."""
+    failed = failed or {}
     by_student: dict[str, list[NotebookScore]] = {}
     for row in rows:
         if row.assignment == assignment:
             by_student.setdefault(row.student, []).append(row)
     verdicts = []
     for student in students:
+        expectation = _expectation(student)
         graded = by_student.get(student.student_id)
+        if (assignment, student.student_id) in failed:
+            verdicts.append(Verdict(assignment, student.student_id, expectation, False,
+                                    f"not graded: {failed[(assignment, student.student_id)]}"))
+            continue
         if not graded:
-            verdicts.append(Verdict(assignment, student.student_id, "is graded", False, "no grades in the gradebook"))
+            verdicts.append(Verdict(assignment, student.student_id, expectation, False, "not graded: no grades in the gradebook"))
             continue
         cells = {gid: cell for row in graded for gid, cell in row.cells.items()}
         auto = {gid: c for gid, c in cells.items() if not c.needs_manual_grade}
         score = sum(c.score for c in auto.values())
         best = sum(c.max_score for c in auto.values())
+        if best <= 0:
+            verdicts.append(Verdict(assignment, student.student_id, expectation, False,
+                                    f"{score:g}/{best:g}: no autograded points in the gradebook, so nothing was checked"))
+            continue
         if student.kind == "solution":
             lost = [gid for gid, c in auto.items() if c.score < c.max_score]
             verdicts.append(Verdict(assignment, student.student_id, "solutions score full marks", not lost,
@@ -142,9 +176,39 @@ def _verdicts(assignment: str, students: Sequence[DemoStudent], rows: Sequence[N
                 detail += f"; no test cell {missing}"
             if kept:
                 detail += f"; full marks kept in {kept}"
-            what = "; ".join(m.name for m in student.mistakes)
-            verdicts.append(Verdict(assignment, student.student_id, f"rejected: {what}", not missing and not kept, detail))
+            verdicts.append(Verdict(assignment, student.student_id, expectation, not missing and not kept, detail))
     return verdicts
+
+
+def sandbox_choice(sandbox: bool | None = None) -> str:
+    """Why the demo class is graded without the sandbox, "" when it is graded in it.
+
+    ``sandbox``: None uses it where it works here (:func:`sandbox_problem`), False never,
+    True always (grading then fails where it does not work). ``COURSE_SANDBOX=off`` wins."""
+    from course_utils.tooling.sandbox import sandbox_enabled, sandbox_problem
+
+    if not sandbox_enabled():
+        return "COURSE_SANDBOX=off is set"
+    if sandbox is None:
+        return sandbox_problem() or ""
+    return "" if sandbox else "asked for"
+
+
+@contextlib.contextmanager
+def _sandbox_off(off: bool) -> Iterator[None]:
+    """``COURSE_SANDBOX=off`` for the nbgrader processes started inside, when ``off``."""
+    if not off:
+        yield
+        return
+    before = os.environ.get("COURSE_SANDBOX")
+    os.environ["COURSE_SANDBOX"] = "off"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("COURSE_SANDBOX", None)
+        else:
+            os.environ["COURSE_SANDBOX"] = before
 
 
 def _grade_part(
@@ -189,6 +253,7 @@ def grade_demo_class(
     feedback: bool = True,
     verbose: bool = True,
     workers: int = 1,
+    sandbox: bool | None = None,
 ) -> DemoReport:
     """Build the demo class in ``course_dir``, autograde it and check the grades.
 
@@ -199,10 +264,34 @@ def grade_demo_class(
     ``workers > 1`` grades that many assignments at once, each share in its own scratch
     course ``course_dir/parts/<k>/`` (own gradebook: nbgrader's sqlite takes one writer);
     the feedback is gathered in ``course_dir/feedback/``.
+
+    ``sandbox`` (see :func:`sandbox_choice`): by default the class is graded in the sandbox
+    where one works and unsandboxed elsewhere (it is the course's own code);
+    ``report.unsandboxed`` says why it was.
     """
     if course_dir.exists():
         shutil.rmtree(course_dir)
-    report = DemoReport(rows=[])
+    report = DemoReport(rows=[], unsandboxed=sandbox_choice(sandbox))
+    with _sandbox_off(bool(report.unsandboxed)):
+        _grade_class(root, course_dir, assignments, report, with_mistakes=with_mistakes, isolated=isolated,
+                     baseline=baseline, mistake_filter=mistake_filter, feedback=feedback, verbose=verbose, workers=workers)
+    return report
+
+
+def _grade_class(
+    root: Path,
+    course_dir: Path,
+    assignments: Sequence[str],
+    report: DemoReport,
+    *,
+    with_mistakes: bool,
+    isolated: bool,
+    baseline: bool,
+    mistake_filter: Callable[[int, Mistake], bool] | None,
+    feedback: bool,
+    verbose: bool,
+    workers: int,
+) -> None:
     class_lists = {}
     for name in assignments:
         mistakes = load_mistakes(root, name) if with_mistakes else []
@@ -235,5 +324,4 @@ def grade_demo_class(
             if (part / "feedback").is_dir():
                 shutil.copytree(part / "feedback", course_dir / "feedback", dirs_exist_ok=True)
     for name in assignments:
-        report.verdicts.extend(_verdicts(name, class_lists[name], report.rows))
-    return report
+        report.verdicts.extend(_verdicts(name, class_lists[name], report.rows, report.failed))

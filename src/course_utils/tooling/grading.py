@@ -109,42 +109,70 @@ _DEAD_KERNEL = re.compile(r"DeadKernelError|Kernel died|kernel .*(died|restarted
 _TIMEOUT = re.compile(r"UnresponsiveKernelError|the kernel became unresponsive", re.I)
 _SANDBOX_ERROR = re.compile(r"(?:[\w.]+\.)?(?P<kind>SandboxLimitError|SandboxError): (?P<message>.+)")
 _NOT_RELEASED = re.compile(r"No assignment with ID '[^']*' exists in the database")
-_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Exit)):\s*(?P<message>.*)$")
+# the last line of a traceback: ``module.Name: message`` (any exception class, e.g.
+# jupyter_client.kernelspec.NoSuchKernel), or a bare ``NameError: message`` of a builtin
+_EXCEPTION_LINE = re.compile(
+    r"^(?:(?P<module>(?:[a-z_]\w*\.)+)(?P<qualified>[A-Z]\w*)|(?P<name>[A-Z]\w*(?:Error|Exception|Exit|Interrupt)|Exception))"
+    r"(?::\s*(?P<message>.*))?$"
+)
+# nbgrader's own wrap-up ("Please see the error log"), never the underlying error
+_WRAPPERS = {"NbGraderException"}
+MAX_MESSAGE = 300
 
 
 def _last_exception(text: str) -> str:
-    """The last ``SomeError: message`` line of a traceback (without nbgrader's own wrap-up)."""
+    """The last ``SomeError: message`` line of a traceback in ``text``, without its module
+    (``NoSuchKernel: No such kernel named attention-course``) and without nbgrader's own
+    wrap-up; "" when there is none. Long messages are cut at ``MAX_MESSAGE`` characters."""
     found = ""
     for line in text.splitlines():
         match = _EXCEPTION_LINE.match(line.strip())
-        if match and match.group("name") != "NbGraderException":
-            found = f"{match.group('name')}: {match.group('message')}".strip()
+        if not match:
+            continue
+        name = match.group("qualified") or match.group("name")
+        if name in _WRAPPERS:
+            continue
+        message = (match.group("message") or "").strip()
+        if len(message) > MAX_MESSAGE:
+            message = message[:MAX_MESSAGE] + " ..."
+        found = f"{name}: {message}" if message else name
     return found
+
+
+def _with_error(explanation: str, error: str) -> str:
+    """``explanation (Name: message)``: what happened, and the underlying error when known."""
+    return f"{explanation} ({error})" if error and error not in explanation else explanation
 
 
 def student_result(student: str, assignment: str, outcome: Mapping[str, Any], db_url: str = "") -> StudentResult:
     """A :class:`StudentResult` from nbgrader's ``NbGraderAPI.autograde`` outcome for this
-    student alone (``success``, ``error``, ``log``)."""
+    student alone (``success``, ``error``, ``log``).
+
+    A failed result's ``reason`` says what happened and carries the underlying error, its
+    exception's name and message (``... (NoSuchKernel: No such kernel named attention-course)``),
+    so that the score table shows it and not only nbgrader's log."""
     if outcome.get("success"):
         return StudentResult(student, assignment, "graded")
     text = f"{outcome.get('log', '')}\n{outcome.get('error', '')}"
+    error = _last_exception(text)
     sandbox = _SANDBOX_ERROR.search(text)
     if outcome.get("process_died"):
-        reason = str(outcome["error"])
+        reason = _with_error(str(outcome["error"]), _last_exception(str(outcome.get("log", ""))))
     elif _NOT_RELEASED.search(text):
         reason = str(AssignmentNotReleased(assignment, db_url or "the configured gradebook"))
     elif sandbox and sandbox.group("kind") == "SandboxLimitError":
         detail = re.sub(r"^Kernel died:\s*", "", sandbox.group("message").strip())
-        reason = f"the kernel died while running the notebook: {detail}"
+        reason = f"the kernel died while running the notebook: {detail} (SandboxLimitError)"
     elif sandbox:
-        reason = f"the grading sandbox failed: {sandbox.group('message').strip()}"
+        reason = f"the grading sandbox failed (SandboxError: {sandbox.group('message').strip()})"
     elif _DEAD_KERNEL.search(text):
-        reason = "the kernel died while running the notebook (e.g. os._exit, a segfault, out of memory)"
+        reason = _with_error("the kernel died while running the notebook (e.g. os._exit, a segfault, out of memory)",
+                             error or "DeadKernelError")
     elif _TIMEOUT.search(text):
-        reason = "the kernel stopped responding and could not be interrupted"
+        reason = _with_error("the kernel stopped responding and could not be interrupted", error)
     else:
-        detail = _last_exception(text)
-        reason = "nbgrader could not grade this submission" + (f" ({detail})" if detail else "")
+        reason = _with_error("nbgrader could not grade this submission",
+                             error or "no exception in nbgrader's log; see the log of `nbgrader autograde`")
     return StudentResult(student, assignment, "failed", reason)
 
 
@@ -231,7 +259,9 @@ def scores_table(
     flags: Flags | None = None,
 ) -> str:
     """A plain-text table: one line per student, one column per assignment (score / max),
-    and a ``flags`` column when the scan flagged anything."""
+    and a ``flags`` column when the scan flagged anything. Below it, one line per submission
+    that could not be graded (``FAILED`` in the table) with its reason, the underlying error
+    included."""
     failed = failed or {}
     flags = flags or {}
     assignments = sorted({r.assignment for r in rows} | {a for a, _ in failed})
@@ -257,6 +287,9 @@ def scores_table(
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
     text.insert(1, "  ".join("-" * width for width in widths))
+    if failed:
+        text += ["", f"{len(failed)} submission(s) could not be graded:"]
+        text += [f"  FAILED {student} / {assignment}: {why}" for (assignment, student), why in sorted(failed.items())]
     return "\n".join(text)
 
 
