@@ -40,6 +40,7 @@ class _Session:
         self.graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.saved: dict[int, dict[str, Any]] = {}
         self.received: dict[int, tuple[int, Any]] = {}
+        self.received_tensors: dict[int, tuple[int, torch.Tensor]] = {}
         self.counter = 0
         self.evidence: list[str] = []
 
@@ -83,29 +84,53 @@ class _Session:
 
     def enc(self, value: Any) -> Any:
         with torch._C.DisableTorchFunction():  # a test's torch mode (meta as default device) must not touch the wire
-            return wire.encode(value, self.handle_of)
+            return wire.encode(value, self.handle_of, known=self._known_tensor)
+
+    def _known_tensor(self, tensor: torch.Tensor) -> dict | None:
+        entry = self.received_tensors.get(id(tensor))
+        return {"$sent_tensor": entry[0]} if entry is not None and entry[1] is tensor else None
 
     def dec(self, data: Any) -> Any:
         with torch._C.DisableTorchFunction():
-            return wire.decode(data, self.resolve)
+            value = wire.decode(data, self.resolve)
+        self._remember_tensors(data, value)
+        return value
+
+    def _remember_tensors(self, data: Any, value: Any) -> None:
+        """The checker's tensors we were given, so that handing one back returns its own object."""
+        if isinstance(data, dict) and "$tensor" in data and isinstance(value, torch.Tensor):
+            number = data["$tensor"].get("id")
+            if isinstance(number, int):
+                self.received_tensors[id(value)] = (number, value)
+        elif isinstance(data, dict) and isinstance(value, (list, tuple)):
+            items = data.get("$list") or data.get("$tuple")
+            if isinstance(items, list) and len(items) == len(value):
+                for d, v in zip(items, value):
+                    self._remember_tensors(d, v)
+        elif isinstance(data, dict) and "$dict" in data and isinstance(value, dict):
+            for (dk, dv), v in zip(data["$dict"], value.values()):
+                self._remember_tensors(dv, v)
 
     def _callback(self, number: int) -> Any:
-        def call_checker(*args: Any, **kwargs: Any) -> Any:
-            from course_utils import checks
+        return _CheckerObject(self, number)
 
-            inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
-            message = {"callback": number, "args": self.enc(list(args)), "kwargs": self.enc(kwargs)}
-            reply = self._to_checker(message)
-            result = self.dec(reply["return"])
-            outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
-            if "graph" in reply and outputs and torch.is_grad_enabled():
-                anchor = torch.zeros((), requires_grad=True)
-                bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(inputs), outputs, *inputs, anchor))
-                result = _replace_grad_tensors(result, bridged)
-            return result
+    def call_checker(self, number: int, args: tuple, kwargs: dict) -> Any:
+        from course_utils import checks
 
-        call_checker.__name__ = f"checker_function_{number}"
-        return call_checker
+        inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
+        message = {"callback": number, "how": "call", "args": self.enc(list(args)), "kwargs": self.enc(kwargs),
+                   "grad": torch.is_grad_enabled()}
+        reply = self._to_checker(message)
+        result = self.dec(reply["return"])
+        outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
+        if "graph" in reply and outputs and torch.is_grad_enabled():
+            anchor = torch.zeros((), requires_grad=True)
+            bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(inputs), outputs, *inputs, anchor))
+            result = _replace_grad_tensors(result, bridged)
+        return result
+
+    def ask_checker(self, number: int, how: str, **fields: Any) -> Any:
+        return self.dec(self._to_checker({"callback": number, "how": how, **fields})["return"])
 
     def _to_checker(self, message: dict) -> dict:
         """Send the checker a message of ours; answer its questions until it replies."""
@@ -128,7 +153,7 @@ class _Session:
             if "dtype" in context:
                 torch.set_default_dtype(getattr(torch, context["dtype"]))
             if "device" in context and str(context["device"]) in ("cpu", "meta", "cuda", "cuda:0", "mps"):
-                torch.set_default_device(str(context["device"]))
+                set_default_device(str(context["device"]))
             with torch.set_grad_enabled(bool(context.get("grad", True))):
                 reply = getattr(self, "op_" + str(request.get("op")))(request)
         except KeyboardInterrupt:  # the checker's time limit: the kernel is interrupted
@@ -238,8 +263,9 @@ class _Session:
                     after[index] = self.enc({"module_state": dict(value.state_dict()),
                                              "training": [m.training for m in value.modules()],
                                              "requires_grad": [p.requires_grad for p in value.parameters()]})
-                else:
-                    after[index] = self.enc(value)
+                else:  # its new value, not a reference to the checker's (unchanged) tensor
+                    with torch._C.DisableTorchFunction():
+                        after[index] = wire.encode(value, self.handle_of)
         reply: dict[str, Any] = {"value": self.enc(result), "after": after}
         outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
         if outputs:
@@ -258,7 +284,43 @@ class _Session:
             t.grad = None
         if pairs:
             torch.autograd.backward([o for o, _ in pairs], [g.to(o.device, o.dtype) for o, g in pairs], retain_graph=True)
-        return {"value": self.enc([t.grad for t in inputs])}
+        sent = {}
+        for number, obj in self.received.values():  # the checker's own models: their gradients go back
+            if isinstance(obj, torch.nn.Module):
+                sent[number] = [p.grad for p in obj.parameters()]
+                for p in obj.parameters():
+                    p.grad = None
+        return {"value": self.enc([t.grad for t in inputs]), "sent_grads": self.enc(sent)}
+
+
+class _CheckerObject:
+    """An object of the checker's (a reference function, a test's helper class) seen from the kernel."""
+
+    __slots__ = ("_session", "_number")
+
+    def __init__(self, session: _Session, number: int) -> None:
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_number", number)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._session.call_checker(self._number, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._session.ask_checker(self._number, "getattr", name=name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._session.ask_checker(self._number, "getitem", key=self._session.enc(key))
+
+    def __len__(self) -> int:
+        return int(self._session.ask_checker(self._number, "len"))
+
+    def __iter__(self) -> Any:
+        return iter(self._session.ask_checker(self._number, "list"))
+
+    def __repr__(self) -> str:
+        return f"<an object of the tests #{self._number}>"
 
 
 class _Bridge(torch.autograd.Function):
@@ -347,6 +409,13 @@ def _checker_error(info: dict) -> BaseException:
     return CheckerError(f"{info.get('type')}: {info.get('message', '')}")
 
 
+def set_default_device(name: str) -> None:
+    """PyTorch's default device, changed only when it differs (a default of "cpu" set explicitly
+    would move every tensor given to torch.as_tensor, meta ones included)."""
+    if str(torch.get_default_device()) != name:
+        torch.set_default_device(None if name == "cpu" else name)
+
+
 def serve() -> None:
     """Answer the checker until it says ``end``. Started by the grader, not by students."""
     ask = builtins.input
@@ -370,8 +439,10 @@ def serve() -> None:
                 break
             message = json.dumps(session.answer(request))
     finally:  # the notebook goes on as the tests found it
+        for token in sorted(session.saved, reverse=True):  # names a failed test left substituted
+            session.op_restore({"token": token})
         torch.set_default_dtype(dtype)
-        torch.set_default_device(device)
+        set_default_device(str(device))
         torch.set_grad_enabled(grad)
         session.objects.clear()
         session.graphs.clear()

@@ -58,10 +58,16 @@ def _tensor_payload(t: torch.Tensor, handle_of: Callable[[Any], dict]) -> dict:
     return out
 
 
-def encode(value: Any, handle_of: Callable[[Any], dict], depth: int = 0) -> Any:
-    """``value`` as JSON-ready data; what is not data goes through ``handle_of``."""
+def encode(value: Any, handle_of: Callable[[Any], dict], depth: int = 0,
+           known: Callable[[Any], dict | None] | None = None) -> Any:
+    """``value`` as JSON-ready data; what is not data goes through ``handle_of``. ``known`` may
+    name a value the other side already holds (a tensor it sent: it gets its own object back)."""
     if depth > 50:
         raise WireError("nested too deeply")
+    if known is not None and isinstance(value, torch.Tensor):
+        tag = known(value)
+        if tag is not None:
+            return tag
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int) and type(value) in (int, bool):
@@ -72,6 +78,7 @@ def encode(value: Any, handle_of: Callable[[Any], dict], depth: int = 0) -> Any:
         payload = _tensor_payload(value, handle_of)
         payload["rg"] = bool(value.requires_grad)
         payload["param"] = isinstance(value, torch.nn.Parameter)
+        payload["id"] = id(value)
         if value.is_leaf and value.grad is not None:
             payload["grad"] = _tensor_payload(value.grad, handle_of)
         return {"$tensor": payload}
@@ -97,18 +104,18 @@ def encode(value: Any, handle_of: Callable[[Any], dict], depth: int = 0) -> Any:
     if isinstance(value, torch.Size):
         return {"$size": list(value)}
     if type(value) is slice:
-        return {"$slice": [encode(value.start, handle_of, depth + 1), encode(value.stop, handle_of, depth + 1),
-                           encode(value.step, handle_of, depth + 1)]}
+        return {"$slice": [encode(value.start, handle_of, depth + 1, known), encode(value.stop, handle_of, depth + 1, known),
+                           encode(value.step, handle_of, depth + 1, known)]}
     if value is Ellipsis:
         return {"$ellipsis": True}
     if type(value) is list:
-        return {"$list": [encode(v, handle_of, depth + 1) for v in value]}
+        return {"$list": [encode(v, handle_of, depth + 1, known) for v in value]}
     if type(value) is tuple:
-        return {"$tuple": [encode(v, handle_of, depth + 1) for v in value]}
+        return {"$tuple": [encode(v, handle_of, depth + 1, known) for v in value]}
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuple: its fields, as a tuple
-        return {"$tuple": [encode(v, handle_of, depth + 1) for v in value]}
+        return {"$tuple": [encode(v, handle_of, depth + 1, known) for v in value]}
     if type(value) is dict:
-        return {"$dict": [[encode(k, handle_of, depth + 1), encode(v, handle_of, depth + 1)] for k, v in value.items()]}
+        return {"$dict": [[encode(k, handle_of, depth + 1, known), encode(v, handle_of, depth + 1, known)] for k, v in value.items()]}
     return handle_of(value)
 
 

@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from course_utils import checks, wire
+from course_utils.agent import set_default_device
 
 __all__ = ["checker_enabled", "CheckerError", "CheckResult", "RemoteObject", "Checker", "check_cell", "prelude_from_source", "split_hidden"]
 
@@ -136,7 +137,11 @@ class KernelLink:
         self.client.start_channels()
         self.msg_id = self.client.execute(_AGENT_CODE, silent=False, store_history=False, allow_stdin=True)
         self.closed = False
-        self.hello = self._next()
+        self.pending: dict | None = None
+
+    def _next_or_none(self, wait: float) -> dict | None:
+        """The kernel's next message within ``wait`` seconds, or None."""
+        return self._next(until=min(self.deadline, time.monotonic() + wait))
 
     def _drain_iopub(self) -> None:
         while True:  # what the student's code prints while checked is nobody's business
@@ -145,9 +150,11 @@ class KernelLink:
             except queue.Empty:
                 return
 
-    def _next(self) -> dict:
+    def _next(self, until: float | None = None) -> Any:
         while True:
-            remaining = self.deadline - time.monotonic()
+            remaining = (until or self.deadline) - time.monotonic()
+            if remaining <= 0 and until is not None and until < self.deadline:
+                return None
             if remaining <= 0:
                 self._interrupt()
                 raise CheckerError("the tests timed out waiting for the notebook's code")
@@ -191,8 +198,29 @@ class KernelLink:
     def exchange(self, message: dict) -> dict:
         if self.closed:
             raise CheckerError("the kernel stopped answering the tests")
+        if not self.started:
+            return self._first(message)
         self.client.input(json.dumps(message))
         return self._next()
+
+    started = False
+
+    def _first(self, message: dict) -> dict:
+        """The first question. The kernel's hello may be lost (a stdin message the kernel sends
+        before our socket has connected is dropped), so after a moment we ask anyway; a hello
+        that then arrives means the kernel had not asked yet and our question was flushed: ask again."""
+        hello = self._next_or_none(2.0)
+        self.client.input(json.dumps(message))
+        while True:
+            reply = self._next()
+            if "hello" in reply and len(reply) == 1:
+                if hello is not None:
+                    raise CheckerError("the kernel greeted the checker twice")
+                hello = reply
+                self.client.input(json.dumps(message))
+                continue
+            self.started = True
+            return reply
 
     def close(self) -> None:
         try:
@@ -352,6 +380,7 @@ class Checker:
         self.callbacks: dict[int, Callable[..., Any]] = {}
         self.callback_graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.sent: dict[int, Any] = {}
+        self.sent_tensors: dict[int, torch.Tensor] = {}
         self.sent_ids: dict[int, int] = {}
         self.evidence: list[str] = []
         first = self.link.exchange({"op": "lookup", "names": []})
@@ -368,17 +397,26 @@ class Checker:
         if _library_ref(type(obj)):  # the tests' own model or vocabulary, of a library class: sent by value
             # (pickled one way only: the kernel never sends a pickle back)
             buffer = io.BytesIO()
-            torch.save(obj, buffer)
-            number = self.sent_ids.setdefault(id(obj), len(self.sent_ids) + 1)
-            self.sent[number] = obj  # the kernel's copy comes back as this very object
-            return {"$object": base64.b64encode(buffer.getvalue()).decode("ascii"), "n": number}
-        if callable(obj):
-            number = len(self.callbacks) + 1
-            self.callbacks[number] = obj
-            return {"$callback": number}
-        raise wire.WireError(f"a {type(obj).__name__} of the tests cannot be sent to the notebook")
+            try:
+                torch.save(obj, buffer)
+            except Exception:  # noqa: BLE001 - it holds something of the tests' own: lent by reference below
+                buffer = None
+            if buffer is not None:
+                number = self.sent_ids.setdefault(id(obj), len(self.sent_ids) + 1)
+                self.sent[number] = obj  # the kernel's copy comes back as this very object
+                return {"$object": base64.b64encode(buffer.getvalue()).decode("ascii"), "n": number}
+        # anything else of the tests (a reference function, a helper class of a test cell): the kernel
+        # gets a stand-in that asks us (call, attributes, items, length, iteration)
+        number = len(self.callbacks) + 1
+        self.callbacks[number] = obj
+        return {"$callback": number}
 
     def resolve(self, tag: dict) -> Any:
+        if "$sent_tensor" in tag:
+            tensor = self.sent_tensors.get(tag["$sent_tensor"]) if isinstance(tag["$sent_tensor"], int) else None
+            if tensor is None:
+                raise wire.WireError("the kernel named a tensor the checker never sent")
+            return tensor
         if "$sent" in tag and int(tag["$sent"]) in self.sent:
             return self.sent[int(tag["$sent"])]
         if "$handle" not in tag:
@@ -391,6 +429,8 @@ class Checker:
 
     def enc(self, value: Any) -> Any:
         with torch._C.DisableTorchFunction():  # a test's torch mode (meta as default device) must not touch the wire
+            for tensor in checks._tensors_in(value):
+                self.sent_tensors[id(tensor)] = tensor  # handed back, it comes back as itself
             return wire.encode(value, self.handle_of)
 
     def dec(self, data: Any) -> Any:
@@ -426,7 +466,23 @@ class Checker:
         return reply
 
     def request(self, op: str, **fields: Any) -> Any:
-        return self.dec(self.raw_request(op, **fields)["value"])
+        reply = self.raw_request(op, **fields)
+        if "sent_grads" in reply:
+            self._receive_grads(self.dec(reply["sent_grads"]))
+        return self.dec(reply["value"])
+
+    def _receive_grads(self, sent: Any) -> None:
+        """Gradients the kernel's backward left on the copies of our models: add them to ours."""
+        if not isinstance(sent, dict):
+            return
+        for number, grads in sent.items():
+            module = self.sent.get(number)
+            if not isinstance(module, torch.nn.Module) or not isinstance(grads, list):
+                continue
+            for parameter, grad in zip(module.parameters(), grads):
+                if isinstance(grad, torch.Tensor) and grad.shape == parameter.shape:
+                    grad = grad.to(parameter.device, parameter.dtype)
+                    parameter.grad = grad if parameter.grad is None else parameter.grad + grad
 
     def _run_callback(self, message: dict) -> dict:
         try:
@@ -442,9 +498,23 @@ class Checker:
             function = self.callbacks.get(int(message.get("callback", -1)))
             if function is None:
                 raise CheckerError("the kernel called back a function the checker never sent")
+            how = message.get("how", "call")
+            if how != "call":
+                if how == "getattr":
+                    name = str(message.get("name"))
+                    if name.startswith("__"):
+                        raise AttributeError(name)
+                    return {"return": self.enc(getattr(function, name))}
+                if how == "getitem":
+                    return {"return": self.enc(function[self.dec(message.get("key"))])}
+                if how == "len":
+                    return {"return": self.enc(len(function))}
+                if how == "list":
+                    return {"return": self.enc(list(function))}
+                raise CheckerError(f"the kernel asked the checker for {how!r}")
             args, kwargs = self.dec(message.get("args")), self.dec(message.get("kwargs"))
             inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
-            with torch.enable_grad():
+            with torch.set_grad_enabled(bool(message.get("grad", True))):  # the kernel's mode at the call
                 result = function(*args, **kwargs)
             reply: dict[str, Any] = {"return": self.enc(result)}
             outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
@@ -610,7 +680,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         checks._REMOTE_MODES.clear()
         torch.set_default_dtype(saved_dtype)
         torch.set_grad_enabled(saved_grad)
-        torch.set_default_device(saved_device)
+        set_default_device(str(saved_device))
         if link is not None:
             try:
                 link.close()
