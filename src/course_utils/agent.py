@@ -41,6 +41,7 @@ class _Session:
         self.saved: dict[int, dict[str, Any]] = {}
         self.received: dict[int, tuple[int, Any]] = {}
         self.received_tensors: dict[int, tuple[int, torch.Tensor]] = {}
+        self.sent_tensors: dict[int, torch.Tensor] = {}
         self.counter = 0
         self.evidence: list[str] = []
 
@@ -88,7 +89,10 @@ class _Session:
 
     def _known_tensor(self, tensor: torch.Tensor) -> dict | None:
         entry = self.received_tensors.get(id(tensor))
-        return {"$sent_tensor": entry[0]} if entry is not None and entry[1] is tensor else None
+        if entry is not None and entry[1] is tensor:
+            return {"$sent_tensor": entry[0]}
+        self.sent_tensors[id(tensor)] = tensor  # alive while the session lasts: its id names it
+        return None
 
     def dec(self, data: Any) -> Any:
         with torch._C.DisableTorchFunction():

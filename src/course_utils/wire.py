@@ -136,8 +136,10 @@ def _decode_tensor(payload: dict) -> torch.Tensor:
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).clone()
 
 
-def decode(data: Any, resolve: Callable[[dict], Any], depth: int = 0) -> Any:
-    """The value ``encode`` made; tags this module does not know go to ``resolve``."""
+def decode(data: Any, resolve: Callable[[dict], Any], depth: int = 0,
+           same: Callable[[dict, torch.Tensor], torch.Tensor] | None = None) -> Any:
+    """The value ``encode`` made; tags this module does not know go to ``resolve``. ``same`` may
+    map a tensor to the object this side already holds for it (identity across messages)."""
     if depth > 50:
         raise WireError("nested too deeply")
     if data is None or isinstance(data, (bool, int, float, str)):
@@ -159,7 +161,7 @@ def decode(data: Any, resolve: Callable[[dict], Any], depth: int = 0) -> Any:
             grad = _decode_tensor(payload["grad"])
             if grad.shape == t.shape and grad.dtype == t.dtype:
                 t.grad = grad.to(t.device)
-        return t
+        return same(payload, t) if same is not None else t
     if "$array" in data:
         payload = data["$array"]
         dtype = np.dtype(str(payload["dtype"]))
@@ -168,7 +170,7 @@ def decode(data: Any, resolve: Callable[[dict], Any], depth: int = 0) -> Any:
         raw = base64.b64decode(payload["data"])
         return np.frombuffer(raw, dtype=dtype).reshape([int(n) for n in payload["shape"]]).copy()
     if "$npscalar" in data:
-        return decode(data["$npscalar"], resolve, depth + 1)[()]
+        return decode(data["$npscalar"], resolve, depth + 1, same)[()]
     if "$float" in data:
         return float(str(data["$float"]))
     if "$complex" in data:
@@ -191,13 +193,13 @@ def decode(data: Any, resolve: Callable[[dict], Any], depth: int = 0) -> Any:
     if "$size" in data:
         return torch.Size([int(n) for n in data["$size"]])
     if "$slice" in data:
-        return slice(*(decode(v, resolve, depth + 1) for v in data["$slice"]))
+        return slice(*(decode(v, resolve, depth + 1, same) for v in data["$slice"]))
     if "$ellipsis" in data:
         return Ellipsis
     if "$list" in data:
-        return [decode(v, resolve, depth + 1) for v in data["$list"]]
+        return [decode(v, resolve, depth + 1, same) for v in data["$list"]]
     if "$tuple" in data:
-        return tuple(decode(v, resolve, depth + 1) for v in data["$tuple"])
+        return tuple(decode(v, resolve, depth + 1, same) for v in data["$tuple"])
     if "$dict" in data:
-        return {decode(k, resolve, depth + 1): decode(v, resolve, depth + 1) for k, v in data["$dict"]}
+        return {decode(k, resolve, depth + 1, same): decode(v, resolve, depth + 1, same) for k, v in data["$dict"]}
     return resolve(data)

@@ -381,6 +381,7 @@ class Checker:
         self.callback_graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.sent: dict[int, Any] = {}
         self.sent_tensors: dict[int, torch.Tensor] = {}
+        self.kernel_tensors: dict[int, torch.Tensor] = {}
         self.sent_ids: dict[int, int] = {}
         self.evidence: list[str] = []
         first = self.link.exchange({"op": "lookup", "names": []})
@@ -435,7 +436,26 @@ class Checker:
 
     def dec(self, data: Any) -> Any:
         with torch._C.DisableTorchFunction():
-            return wire.decode(data, self.resolve)
+            return wire.decode(data, self.resolve, same=self._same_tensor)
+
+    def _same_tensor(self, payload: dict, tensor: torch.Tensor) -> torch.Tensor:
+        """One kernel tensor, one tensor here (``a.weight is b.weight`` for tied weights), kept up to date."""
+        key = payload.get("id")
+        if not isinstance(key, int) or tensor.device.type == "meta":
+            return tensor
+        known = self.kernel_tensors.get(key)
+        if known is None or type(known) is not type(tensor):
+            self.kernel_tensors[key] = tensor
+            return tensor
+        with torch.no_grad():
+            if known.shape == tensor.shape and known.dtype == tensor.dtype:
+                known.copy_(tensor)
+            else:
+                known.data = tensor.data
+        known.grad = tensor.grad
+        if known.is_leaf and known.requires_grad != tensor.requires_grad:
+            known.requires_grad_(tensor.requires_grad)
+        return known
 
     # requests
     def _sync_rng(self, reply: dict) -> None:
