@@ -23,6 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+import nbformat
+
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Int, Unicode
 
@@ -86,6 +88,9 @@ def _course_hidden_lines(source_dir: str, stamp: float) -> frozenset[str]:
     return frozenset(hidden_lines(sources))
 
 
+_HIDDEN_MARK = "### BEGIN HIDDEN TESTS"
+
+
 def _is_test_cell(cell) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
@@ -113,7 +118,32 @@ class HideHiddenTests(Preprocessor):
             stamp = max((p.stat().st_mtime for p in folder.glob("*/*.ipynb")), default=0.0)
             lines |= _course_hidden_lines(str(folder.resolve()), stamp)
         self._pattern = _line_pattern(lines)
+        self._silenced = self._cells_without_outputs(nb, resources)
         return super().preprocess(nb, resources)
+
+    def _cells_without_outputs(self, nb, resources) -> set[int]:
+        """Cells whose outputs feedback never shows: every cell a student added (its source is in
+        no cell of the source notebook), and every answer or plain cell after the first test cell
+        that holds hidden tests (what ran after hidden tests is not the student's to see)."""
+        info = (resources or {}).get("nbgrader", {})
+        path = Path(self.source_directory) / str(info.get("assignment", "")) / f"{info.get('notebook', '')}.ipynb"
+        known: set[str] | None = None
+        if info.get("assignment") and path.is_file():
+            source = nbformat.read(str(path), as_version=4)
+            known = {c.source.strip() for c in source.cells if c.cell_type == "code"}
+        silenced, hidden_seen = set(), False
+        for index, cell in enumerate(nb.cells):
+            if cell.get("cell_type") != "code":
+                continue
+            graded = bool(cell.get("metadata", {}).get("nbgrader"))
+            if _is_test_cell(cell):
+                hidden_seen = hidden_seen or _HIDDEN_MARK in cell.source
+                continue
+            if not graded and (known is None or cell.source.strip() not in known):
+                silenced.add(index)  # added by the student (or no source to tell): never shown
+            elif hidden_seen:
+                silenced.add(index)
+        return silenced
 
     def preprocess_cell(self, cell, resources, index):
         pattern = getattr(self, "_pattern", None)
@@ -130,6 +160,8 @@ class HideHiddenTests(Preprocessor):
                     output["traceback"] = [f"{name}: {message}"]
                     kept.append(output)
             cell["outputs"] = kept
+        elif index in getattr(self, "_silenced", set()):
+            cell["outputs"] = []
         else:
             for output in cell.get("outputs", []):
                 self._redact_output(output, pattern)
