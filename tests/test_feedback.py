@@ -65,7 +65,25 @@ def test_every_output_of_every_cell_is_redacted():
     text = nbformat.writes(nb)
     assert "secret_case" not in text and "negative inputs" not in text
     assert REDACTED in nb.cells[0].outputs[0].text and "my own output" in nb.cells[0].outputs[0].text
-    assert "application/json" not in nb.cells[2].outputs[1].data
+    assert nb.cells[2].outputs == []  # a cell the student added shows nothing (issue 25, item 5)
+
+
+def test_outputs_after_the_first_hidden_test_and_of_added_cells_are_not_shown(tmp_path):
+    source = tmp_path / "solutions" / "a" / "nb.ipynb"
+    source.parent.mkdir(parents=True)
+    instructor = new_code_cell("print('a figure of the instructor')")
+    nbformat.write(new_notebook(cells=[new_code_cell("def f(x):\n    return 2 * x"), instructor]), source)
+    graded = _graded_notebook()
+    shown = new_code_cell(instructor.source, outputs=[new_output("stream", name="stdout", text="instructor output\n")])
+    graded.cells.insert(0, shown)  # before the first hidden test: shown
+    graded.cells.append(new_code_cell(instructor.source, outputs=[new_output("stream", name="stdout", text="late\n")]))
+    graded.cells.append(new_code_cell("def g():\n    pass", metadata=_meta("g", solution=True),
+                                      outputs=[new_output("stream", name="stdout", text="late answer\n")]))
+    nb, _ = HideHiddenTests(source_directory=str(tmp_path / "solutions")).preprocess(
+        graded, {"nbgrader": {"assignment": "a", "notebook": "nb"}})
+    assert nb.cells[0].outputs[0].text == "instructor output\n"
+    assert nb.cells[3].outputs == []          # added by the student
+    assert nb.cells[4].outputs == [] and nb.cells[5].outputs == []  # after the first test cell with hidden tests
 
 
 def test_hidden_lines_of_other_assignments_are_redacted_too():
