@@ -9,6 +9,7 @@ with (:func:`course_utils.tooling.gradebook.course_db_url`).
 from __future__ import annotations
 
 import csv
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,7 +239,29 @@ def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict
         for student, found in scan_submissions(course_dir, assignment, students).items():
             if found:
                 flags[(assignment, student)] = list(found)
+        for student in students:  # what the checker saw the kernel do (a watch switched off, ...)
+            evidence = checker_evidence(course_dir / "autograded" / student / assignment)
+            if evidence:
+                flags.setdefault((assignment, student), []).extend(evidence)
     return flags
+
+
+def checker_evidence(folder: Path) -> list[Any]:
+    """Flags from the evidence the trusted checker wrote into autograded notebooks' test cells."""
+    from course_utils.tooling.scan import Flag
+
+    found: list[Any] = []
+    for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
+        try:
+            nb = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for index, cell in enumerate(nb.get("cells", [])):
+            meta = cell.get("metadata", {})
+            for item in meta.get("course_checker", {}).get("evidence", []) or []:
+                label = meta.get("nbgrader", {}).get("grade_id", "cell")
+                found.append(Flag(index=index, cell=str(label), line=0, rule="checker", text=str(item)[:300]))
+    return found
 
 
 def _flags_text(flags: Flags, student: str, assignments: Sequence[str]) -> str:
