@@ -190,6 +190,9 @@ def test_in_place_changes_gradients_and_seeds_cross(kernel):
         "check_backward(m, torch.randn(2, 3), name='Lin', reference=lambda t: ref(t))\n"
         "check_device_dtype(m, torch.randn(2, 3), name='Lin')\n"
         "with leaves_unchanged('scale_', x):\n    pass\n"
+        "check(m.f.weight is m.f.weight, 'one kernel tensor is one tensor here')\n"
+        "with torch.no_grad():\n    m.f.weight.copy_(torch.ones(2, 3))\n"
+        "check_close(m(torch.ones(1, 3)), 3 + m.f.bias[None], 'a weight set here is set in the kernel')\n"
     )
     result = _check(kernel, answer, test)
     assert result.ok, result.evalue

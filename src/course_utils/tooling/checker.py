@@ -382,6 +382,7 @@ class Checker:
         self.sent: dict[int, Any] = {}
         self.sent_tensors: dict[int, torch.Tensor] = {}
         self.kernel_tensors: dict[int, torch.Tensor] = {}
+        self.versions: dict[int, int] = {}
         self.sent_ids: dict[int, int] = {}
         self.evidence: list[str] = []
         first = self.link.exchange({"op": "lookup", "names": []})
@@ -446,6 +447,7 @@ class Checker:
         known = self.kernel_tensors.get(key)
         if known is None or type(known) is not type(tensor):
             self.kernel_tensors[key] = tensor
+            self.versions[key] = tensor._version
             return tensor
         with torch.no_grad():
             if known.shape == tensor.shape and known.dtype == tensor.dtype:
@@ -455,7 +457,19 @@ class Checker:
         known.grad = tensor.grad
         if known.is_leaf and known.requires_grad != tensor.requires_grad:
             known.requires_grad_(tensor.requires_grad)
+        self.versions[key] = known._version
         return known
+
+    def _local_writes(self) -> list:
+        """Kernel tensors the tests changed in place here (``weight.copy_(...)`` under no_grad):
+        the kernel's tensor gets the same values before the next question."""
+        writes = []
+        for key, tensor in self.kernel_tensors.items():
+            if tensor._version != self.versions.get(key):
+                with torch._C.DisableTorchFunction():
+                    writes.append([key, wire.encode(tensor.detach(), self.handle_of)])
+                self.versions[key] = tensor._version
+        return writes
 
     # requests
     def _sync_rng(self, reply: dict) -> None:
@@ -472,7 +486,7 @@ class Checker:
             "grad": torch.is_grad_enabled(),
             "device": str(torch.get_default_device()),
         }
-        reply = self.link.exchange({"op": op, "context": context, **fields})
+        reply = self.link.exchange({"op": op, "context": context, "writes": self._local_writes(), **fields})
         while "callback" in reply or "callback_backward" in reply:  # the kernel calls one of our functions
             reply = self.link.exchange(self._run_callback(reply))
         self._sync_rng(reply)
