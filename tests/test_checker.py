@@ -205,3 +205,17 @@ def test_a_switched_off_watch_is_reported(kernel):
             "    attention(q, q, q)\n")
     result = _check(kernel, answer, test)
     assert any("profiler" in item for item in result.evidence), result
+
+
+def test_gradients_through_a_substituted_reference_are_counted_once(kernel):
+    answer = ("import math\ndef scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+              "def attention(q, k, v):\n    w = torch.softmax(scores(q, k), -1)\n    return w @ v, w\n")
+    test = ("import math\ndef ref_scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+            "def ref(q, k, v):\n    w = torch.softmax(ref_scores(q, k), -1)\n    return w @ v, w\n"
+            "q = torch.randn(2, 3, 4)\n"
+            "with substitute(globals(), scores=ref_scores):\n"
+            "    check_backward(attention, q, q.clone(), q.clone(), name='attention', reference=ref)\n"
+            "f = lambda t: torch.roll(t, 1, dims=0) * q[0, 0, 0]\n"
+            "check_close(jac(f, torch.ones(3)), torch.roll(torch.eye(3), 1, dims=0) * q[0, 0, 0], 'a lambda can be transformed')\n")
+    result = _check(kernel, answer + "def jac(f, x):\n    return torch.func.jacrev(f)(x)\n", test)
+    assert result.ok, result.evalue

@@ -75,6 +75,9 @@ class _Session:
             return obj
         if "$callback" in tag:
             return self._callback(int(tag["$callback"]))
+        if "$lambda" in tag:  # a lambda of the tests, as source, with the values it reads
+            namespace = {"__builtins__": builtins, **self.dec(tag.get("globals"))}
+            return eval(compile(str(tag["$lambda"]), "<a lambda of the tests>", "eval"), namespace)  # noqa: S307
         if "$object" in tag:  # a model or object the tests built, of a library class, sent by value
             import io
 
@@ -273,9 +276,13 @@ class _Session:
         for index, (value, old) in enumerate(zip(watched, before)):
             if old is not None and _snapshot(value) != old:
                 if isinstance(value, torch.nn.Module):
+                    groups: dict[int, list[str]] = {}
+                    for name, parameter in value.named_parameters(remove_duplicate=False):
+                        groups.setdefault(id(parameter), []).append(name)
                     after[index] = self.enc({"module_state": dict(value.state_dict()),
                                              "training": [m.training for m in value.modules()],
-                                             "requires_grad": [p.requires_grad for p in value.parameters()]})
+                                             "requires_grad": [p.requires_grad for p in value.parameters()],
+                                             "shared": [names for names in groups.values() if len(names) > 1]})
                 else:  # its new value, not a reference to the checker's (unchanged) tensor
                     with torch._C.DisableTorchFunction():
                         after[index] = wire.encode(value, self.handle_of)
@@ -377,7 +384,8 @@ def _snapshot(value: Any) -> Any:
         return bytes(value.get_state().numpy().tobytes())
     if isinstance(value, torch.nn.Module):
         return ([m.training for m in value.modules()], [p.requires_grad for p in value.parameters()],
-                [_snapshot(t) for t in value.state_dict().values()])
+                [_snapshot(t) for t in value.state_dict().values()],
+                [id(p) for _, p in value.named_parameters(remove_duplicate=False)])
     return None
 
 

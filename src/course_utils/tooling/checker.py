@@ -381,6 +381,9 @@ class Checker:
         self.callback_graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.sent: dict[int, Any] = {}
         self.sent_tensors: dict[int, torch.Tensor] = {}
+        self.tree: ast.AST | None = None
+        self.fresh = False
+        self.source = ""
         self.kernel_tensors: dict[int, torch.Tensor] = {}
         self.versions: dict[int, int] = {}
         self.sent_ids: dict[int, int] = {}
@@ -407,17 +410,42 @@ class Checker:
                 number = self.sent_ids.setdefault(id(obj), len(self.sent_ids) + 1)
                 self.sent[number] = obj  # the kernel's copy comes back as this very object
                 return {"$object": base64.b64encode(buffer.getvalue()).decode("ascii"), "n": number}
+        lent = self._lambda_by_source(obj)
+        if lent is not None:
+            return lent
         # anything else of the tests (a reference function, a helper class of a test cell): the kernel
         # gets a stand-in that asks us (call, attributes, items, length, iteration)
         number = len(self.callbacks) + 1
         self.callbacks[number] = obj
         return {"$callback": number}
 
+    def _lambda_by_source(self, obj: Any) -> dict | None:
+        """A lambda of the test cell goes as its own source and the values it reads: the student's
+        code may transform it (torch.func.jacrev), which a call back to the checker cannot follow.
+        It is an input like any other: the student's code could read it in one process too."""
+        import types
+
+        if not (isinstance(obj, types.FunctionType) and obj.__name__ == "<lambda>" and obj.__closure__ is None
+                and obj.__code__.co_filename == "<test cell>" and self.tree is not None):
+            return None
+        nodes = [n for n in ast.walk(self.tree) if isinstance(n, ast.Lambda) and n.lineno == obj.__code__.co_firstlineno]
+        if len(nodes) != 1:
+            return None
+        text = ast.get_source_segment(self.source, nodes[0])
+        names = {n.id for n in ast.walk(nodes[0]) if isinstance(n, ast.Name)} - {a.arg for a in nodes[0].args.args}
+        values = {name: obj.__globals__[name] for name in sorted(names) if name in obj.__globals__}
+        if text is None or any(callable(v) and not (_library_ref(v) or isinstance(v, RemoteObject))
+                               for v in values.values()):
+            return None
+        return {"$lambda": text, "globals": self.enc(values)}
+
     def resolve(self, tag: dict) -> Any:
         if "$sent_tensor" in tag:
             tensor = self.sent_tensors.get(tag["$sent_tensor"]) if isinstance(tag["$sent_tensor"], int) else None
             if tensor is None:
                 raise wire.WireError("the kernel named a tensor the checker never sent")
+            if self.fresh:  # a callback's argument: a leaf of its own, not our tensor (its graph is not ours)
+                return tensor.detach().clone().requires_grad_(tensor.requires_grad)
             return tensor
         if "$sent" in tag and int(tag["$sent"]) in self.sent:
             return self.sent[int(tag["$sent"])]
@@ -435,9 +463,14 @@ class Checker:
                 self.sent_tensors[id(tensor)] = tensor  # handed back, it comes back as itself
             return wire.encode(value, self.handle_of)
 
-    def dec(self, data: Any) -> Any:
-        with torch._C.DisableTorchFunction():
-            return wire.decode(data, self.resolve, same=self._same_tensor)
+    def dec(self, data: Any, fresh: bool = False) -> Any:
+        """``fresh``: new tensors (a callback's arguments: each call its own autograd leaves)."""
+        previous, self.fresh = self.fresh, fresh
+        try:
+            with torch._C.DisableTorchFunction():
+                return wire.decode(data, self.resolve, same=None if fresh else self._same_tensor)
+        finally:
+            self.fresh = previous
 
     def _same_tensor(self, payload: dict, tensor: torch.Tensor) -> torch.Tensor:
         """One kernel tensor, one tensor here (``a.weight is b.weight`` for tied weights), kept up to date."""
@@ -546,7 +579,7 @@ class Checker:
                 if how == "list":
                     return {"return": self.enc(list(function))}
                 raise CheckerError(f"the kernel asked the checker for {how!r}")
-            args, kwargs = self.dec(message.get("args")), self.dec(message.get("kwargs"))
+            args, kwargs = self.dec(message.get("args"), fresh=True), self.dec(message.get("kwargs"), fresh=True)
             inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
             with torch.set_grad_enabled(bool(message.get("grad", True))):  # the kernel's mode at the call
                 result = function(*args, **kwargs)
@@ -614,6 +647,14 @@ def _write_back(local: Any, new: Any) -> None:
         local.set_state(new.get_state())
     elif isinstance(local, torch.nn.Module) and isinstance(new, dict) and "module_state" in new:
         state, modes, trainable = new["module_state"], new.get("training", []), new.get("requires_grad", [])
+        for names in new.get("shared", []) or []:  # parameters the kernel's code tied together are tied here
+            try:
+                first = local.get_parameter(str(names[0]))
+                for name in names[1:]:
+                    owner, _, attribute = str(name).rpartition(".")
+                    setattr(local.get_submodule(owner) if owner else local, attribute, first)
+            except (AttributeError, TypeError, KeyError):
+                pass
         try:
             local.load_state_dict(state)
         except Exception:  # noqa: BLE001 - a different structure: the values cannot be mirrored
@@ -696,6 +737,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
     try:
         link = KernelLink(connection_info, deadline)
         checker = Checker(link)
+        checker.tree, checker.source = tree, source
         wanted = [name for name in _names_used(tree) if name not in trusted]
         if wanted:
             found = checker.request("lookup", names=wanted)
