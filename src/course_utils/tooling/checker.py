@@ -762,3 +762,62 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
                 link.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+# --------------------------------------------------------------------------- a checker process
+
+
+class CheckerProcess:
+    """The checker in a process of its own (``python -m course_utils.tooling.checker``), one per
+    graded notebook: nbgrader's process runs an event loop a blocking kernel client cannot share,
+    and what a test computes stays out of the process that holds the gradebook."""
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen([sys.executable, "-m", "course_utils.tooling.checker"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def check(self, connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0) -> CheckResult:
+        info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection_info.items()}
+        request = {"info": info, "source": source, "prelude": prelude, "timeout": timeout}
+        try:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+            reply = json.loads(line)
+            return CheckResult(bool(reply["ok"]), str(reply.get("ename", "")), str(reply.get("evalue", "")),
+                               [str(e) for e in reply.get("evidence", [])])
+        except (OSError, ValueError, KeyError, AssertionError) as error:
+            return CheckResult(False, "GradingError", f"the checker process failed ({type(error).__name__}); "
+                               "the instructor should re-grade this notebook")
+
+    def close(self) -> None:
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            self.process.wait(timeout=10)
+        except Exception:  # noqa: BLE001
+            self.process.kill()
+
+
+def _serve_requests() -> None:
+    """One JSON request per line on stdin, one result per line on stdout."""
+    import contextlib
+    import sys
+
+    protocol = sys.stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        with contextlib.redirect_stdout(io.StringIO()):  # what the tests print is not the protocol
+            result = check_cell(request["info"], request["source"], request.get("prelude", ""),
+                                float(request.get("timeout", 120)))
+        protocol.write(json.dumps({"ok": result.ok, "ename": result.ename, "evalue": result.evalue,
+                                   "evidence": result.evidence}) + "\n")
+        protocol.flush()
+
+
+if __name__ == "__main__":
+    _serve_requests()

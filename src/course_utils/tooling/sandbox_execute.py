@@ -70,6 +70,14 @@ class SandboxedExecute(Execute):
         self._sandbox_resources = resources or {}
         if hasattr(self, "_prelude"):
             del self._prelude
+        try:
+            return self._preprocess(nb, resources, km)
+        finally:
+            if getattr(self, "_checker", None) is not None:
+                self._checker.close()
+                self._checker = None
+
+    def _preprocess(self, nb, resources=None, km=None):  # type: ignore[no-untyped-def]
         if not sandbox_enabled() or km is not None:
             return super().preprocess(nb, resources, km)
         problem = sandbox_problem()
@@ -110,7 +118,7 @@ class SandboxedExecute(Execute):
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
         if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled(assignment):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        from course_utils.tooling.checker import check_cell, split_hidden
+        from course_utils.tooling.checker import split_hidden
 
         full = cell.source
         cell.source = split_hidden(full)
@@ -120,10 +128,16 @@ class SandboxedExecute(Execute):
             cell.source = full
         if any(output.get("output_type") == "error" for output in cell.get("outputs", [])):
             return cell  # the visible tests already failed in the kernel: no points either way
-        result = await asyncio.to_thread(check_cell, self.km.get_connection_info(), full, self._checker_prelude(),
-                                         float(self.timeout or 120))
+        if getattr(self, "_checker", None) is None:
+            from course_utils.tooling.checker import CheckerProcess
+
+            self._checker = CheckerProcess()
+        result = await asyncio.to_thread(self._checker.check, self.km.get_connection_info(), full,
+                                         self._checker_prelude(), float(self.timeout or 120))
         record_check(cell, result)
         return cell
+
+    execute_cell = run_sync(async_execute_cell)  # nbclient binds the sync name to its own coroutine
 
     def _checker_prelude(self) -> str:
         if not hasattr(self, "_prelude"):
