@@ -122,22 +122,25 @@ class _Session:
         return _CheckerObject(self, number)
 
     def call_checker(self, number: int, args: tuple, kwargs: dict) -> Any:
+        return self.ask_checker(number, "call", args=args, kwargs=kwargs)
+
+    def ask_checker(self, number: int, how: str, args: tuple = (), kwargs: dict | None = None, **fields: Any) -> Any:
+        """Ask the checker to call one of its objects (or read an attribute, an item...). What comes
+        back stays in the autograd graph: gradients flow to the checker's tensors and inputs."""
         from course_utils import checks
 
+        kwargs = kwargs or {}
         inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
-        message = {"callback": number, "how": "call", "args": self.enc(list(args)), "kwargs": self.enc(kwargs),
-                   "grad": torch.is_grad_enabled()}
+        message = {"callback": number, "how": how, "args": self.enc(list(args)), "kwargs": self.enc(kwargs),
+                   "grad": torch.is_grad_enabled(), **fields}
         reply = self._to_checker(message)
         result = self.dec(reply["return"])
         outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
         if "graph" in reply and outputs and torch.is_grad_enabled():
-            anchor = torch.zeros((), requires_grad=True)
+            anchor = torch.zeros((), device="cpu", requires_grad=True)
             bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(inputs), outputs, *inputs, anchor))
             result = _replace_grad_tensors(result, bridged)
         return result
-
-    def ask_checker(self, number: int, how: str, **fields: Any) -> Any:
-        return self.dec(self._to_checker({"callback": number, "how": how, **fields})["return"])
 
     def _to_checker(self, message: dict) -> dict:
         """Send the checker a message of ours; answer its questions until it replies."""
@@ -339,6 +342,9 @@ class _CheckerObject:
     def __iter__(self) -> Any:
         return iter(self._session.ask_checker(self._number, "list"))
 
+    def __next__(self) -> Any:
+        return self._session.ask_checker(self._number, "next")
+
     def __repr__(self) -> str:
         return f"<an object of the tests #{self._number}>"
 
@@ -378,7 +384,10 @@ def _snapshot(value: Any) -> Any:
     """What an in-place change of an argument would alter (None: not watched)."""
     if isinstance(value, torch.Tensor):
         data = value.detach()
-        raw = data.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if data.device.type != "meta" else None
+        raw = None
+        if data.device.type != "meta":
+            flat = torch.empty(data.numel(), dtype=data.dtype, device="cpu").copy_(data.cpu().reshape(-1))
+            raw = flat.view(torch.uint8).numpy().tobytes()
         return (tuple(data.shape), data.dtype, value.requires_grad, raw)
     if isinstance(value, torch.Generator):
         return bytes(value.get_state().numpy().tobytes())

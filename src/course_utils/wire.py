@@ -50,7 +50,7 @@ def _tensor_payload(t: torch.Tensor, handle_of: Callable[[Any], dict]) -> dict:
         "rg": False,
     }
     if t.device.type != "meta":
-        flat = t.cpu().contiguous().reshape(-1)
+        flat = torch.empty(t.numel(), dtype=t.dtype, device="cpu").copy_(t.cpu().reshape(-1))  # stride 1, whatever t's strides
         raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
         if len(raw) > MAX_BYTES:
             raise WireError(f"a tensor of {len(raw)} bytes is too large to send")
@@ -128,11 +128,11 @@ def _decode_tensor(payload: dict) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype, device="meta")
     raw = base64.b64decode(payload["data"])
     numel = math.prod(shape)
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = torch.empty((), dtype=dtype, device="cpu").element_size()
     if len(raw) != numel * itemsize:
         raise WireError(f"a tensor of shape {shape} and dtype {dtype} needs {numel * itemsize} bytes, got {len(raw)}")
     if numel == 0:
-        return torch.empty(shape, dtype=dtype)
+        return torch.empty(shape, dtype=dtype, device="cpu")
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).clone()
 
 

@@ -566,23 +566,26 @@ class Checker:
             if function is None:
                 raise CheckerError("the kernel called back a function the checker never sent")
             how = message.get("how", "call")
-            if how != "call":
-                if how == "getattr":
+            args, kwargs = self.dec(message.get("args", {"$list": []}), fresh=True), self.dec(message.get("kwargs", {"$dict": []}), fresh=True)
+            inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
+            with torch.set_grad_enabled(bool(message.get("grad", True))):  # the kernel's mode at the call
+                if how == "call":
+                    result = function(*args, **kwargs)
+                elif how == "getattr":
                     name = str(message.get("name"))
                     if name.startswith("__"):
                         raise AttributeError(name)
-                    return {"return": self.enc(getattr(function, name))}
-                if how == "getitem":
-                    return {"return": self.enc(function[self.dec(message.get("key"))])}
-                if how == "len":
-                    return {"return": self.enc(len(function))}
-                if how == "list":
-                    return {"return": self.enc(list(function))}
-                raise CheckerError(f"the kernel asked the checker for {how!r}")
-            args, kwargs = self.dec(message.get("args"), fresh=True), self.dec(message.get("kwargs"), fresh=True)
-            inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
-            with torch.set_grad_enabled(bool(message.get("grad", True))):  # the kernel's mode at the call
-                result = function(*args, **kwargs)
+                    result = getattr(function, name)
+                elif how == "getitem":
+                    result = function[self.dec(message.get("key"), fresh=True)]
+                elif how == "len":
+                    result = len(function)
+                elif how == "list":
+                    result = list(function)
+                elif how == "next":
+                    result = next(function)
+                else:
+                    raise CheckerError(f"the kernel asked the checker for {how!r}")
             reply: dict[str, Any] = {"return": self.enc(result)}
             outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
             if outputs:
@@ -611,7 +614,7 @@ class Checker:
         if "graph" in reply and torch.is_grad_enabled():
             outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
             if outputs:
-                anchor = torch.zeros((), requires_grad=True)  # so the outputs require grad even with no input that does
+                anchor = torch.zeros((), device="cpu", requires_grad=True)  # so the outputs require grad even with no input that does
                 bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(local_inputs), outputs, *local_inputs, anchor))
                 result = _replace_grad_tensors(result, bridged)
         return result

@@ -9,7 +9,7 @@
     course mistakes [A ...]     (authors) show that the tests reject every curated mistake
     course check NOTEBOOK ...   (students) run your notebook's visible tests
     course flags [A ...]        submissions whose code tries to get around the tests (never zeroed)
-    course review [A [S]]       held submissions (flagged, similar code) and the instructor's decision
+    course review [A [S]]       held submissions (flags, similar code) and the instructor's decision
     course dist                 build the student distribution: release notebooks and a wheel
     course setup-kernel         register the Jupyter kernel the notebooks use
     course doctor               what grading needs and what this machine has (ok, or the fix)

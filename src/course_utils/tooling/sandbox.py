@@ -10,9 +10,12 @@ network or the grader's environment (variables come from an allow-list).
 
 As root, the kernel runs as a dedicated unprivileged uid (``setpriv``), one per concurrent
 sandbox, so the process limit counts the sandbox alone; otherwise bwrap uses a user
-namespace. ``prlimit`` sets per-notebook limits on address space (memory), processes, CPU
+namespace. ``prlimit`` limits each process's address space (memory), processes, CPU
 time and file size; a watchdog in the trusted process enforces the notebook's total wall
-time. The kernel talks to nbgrader over IPC sockets in the private directory. When the
+time. Where the machine allows, the sandbox runs in a cgroup of its own
+(:mod:`course_utils.tooling.cgroup`) that counts memory (tmpfs files included), processes
+and CPU share for all its processes together; elsewhere these limits apply per process.
+The kernel talks to nbgrader over IPC sockets in the private directory. When the
 kernel's process group dies (shutdown, crash, a limit), bwrap's PID namespace dies with it,
 so no process the notebook started survives grading.
 
@@ -52,6 +55,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import List as ListTrait
 from traitlets import default
+
+from course_utils.tooling import cgroup as _cgroup
 
 if TYPE_CHECKING:  # imported on first use (module __getattr__ below)
     from course_utils.tooling.sandbox_execute import SandboxedExecute, SandboxLimitError
@@ -153,7 +158,15 @@ class SandboxLimits:
     def describe(self) -> str:
         memory = "none" if self.memory is None else f"{self.memory / GiB:g} GiB"
         return (f"memory {memory}, {self.processes} processes, CPU {self.cpu} s, "
-                f"file size {self.file_size / MiB:g} MiB, wall time {self.wall} s")
+                f"file size {self.file_size / MiB:g} MiB, wall time {self.wall} s; {_cgroup_scope()}")
+
+
+def _cgroup_scope() -> str:
+    """Whether memory, processes and CPU share count per notebook (a cgroup) or per process."""
+    support = _cgroup.detect()
+    if not support.usable:
+        return f"each process on its own (no cgroups: {support.problem})"
+    return f"{', '.join(support.controllers)} counted for the whole notebook (cgroup v{support.version})"
 
 
 # ---------------------------------------------------------------- the bwrap command line
@@ -382,6 +395,7 @@ class SandboxKernelManager(AsyncKernelManager):
         self._wall_timer: threading.Timer | None = None
         self._wall_exceeded = False
         self._log_path = self._root / "kernel.log"
+        self._cgroup: _cgroup.SandboxCgroup | None = None  # made at launch, removed at cleanup
 
     @property
     def kernel_spec(self):  # type: ignore[override]
@@ -458,6 +472,10 @@ class SandboxKernelManager(AsyncKernelManager):
             host_dirs=layout["host_dirs"],
             scratch_dirs=layout["scratch_dirs"],
         )
+        self._cgroup = _cgroup.SandboxCgroup.create(self.limits)  # None: per-process limits only
+        if self._cgroup is not None:
+            self._cgroup.watch_oom(self._memory_limit_exceeded)
+            command = self._cgroup.wrap(command)  # joins the cgroup, then execs bwrap
         log = open(self._log_path, "ab")  # the trusted side's copy of the kernel's own output
         kw.update(env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, cwd=str(self._root),
                   stdout=log, stderr=subprocess.STDOUT)
@@ -474,6 +492,17 @@ class SandboxKernelManager(AsyncKernelManager):
     def _wall_time_exceeded(self) -> None:
         self._wall_exceeded = True
         self._kill_sandbox()
+
+    def _memory_limit_exceeded(self) -> None:
+        """The OOM killer fired in the notebook's cgroup: stop the whole notebook (v1; v2 does it)."""
+        self._kill_sandbox()
+        if self._cgroup is not None:
+            self._cgroup.kill()
+
+    def _remove_cgroup(self) -> None:
+        """Kill whatever is left in the notebook's cgroup and remove it (its counters stay readable)."""
+        if getattr(self, "_cgroup", None) is not None:
+            self._cgroup.remove()
 
     def _kill_sandbox(self) -> None:
         """SIGKILL bwrap's process group: its PID namespace, and every process in it, dies."""
@@ -492,6 +521,10 @@ class SandboxKernelManager(AsyncKernelManager):
         if self._wall_exceeded:
             return f"the notebook ran past its wall-time limit of {self.limits.wall} s and was stopped"
         code = self._process.poll() if self._process is not None else None
+        if self._cgroup is not None and self._cgroup.out_of_memory:
+            memory = "" if self.limits.memory is None else f" of {self.limits.memory / GiB:g} GiB"
+            return (f"the notebook's processes together used more than its memory limit{memory} "
+                    "(files it wrote in /tmp and its working directory count too) and it was stopped")
         if code is None:
             return "the kernel stopped responding"
         signum = code - 128 if code > 128 else (-code if code < 0 else 0)
@@ -526,6 +559,7 @@ class SandboxKernelManager(AsyncKernelManager):
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        self._remove_cgroup()
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             self._remove_private_dir()
@@ -543,6 +577,7 @@ class SandboxKernelManager(AsyncKernelManager):
             if getattr(self, "_wall_timer", None) is not None:
                 self._wall_timer.cancel()
             self._kill_sandbox()
+            self._remove_cgroup()
             if getattr(self, "_root", None) is not None and self._root.exists():
                 self._remove_private_dir()
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
