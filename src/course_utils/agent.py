@@ -282,10 +282,17 @@ class _Session:
                     groups: dict[int, list[str]] = {}
                     for name, parameter in value.named_parameters(remove_duplicate=False):
                         groups.setdefault(id(parameter), []).append(name)
+                    modules: dict[int, list[str]] = {}
+                    for name, module in value.named_modules(remove_duplicate=False):
+                        modules.setdefault(id(module), []).append(name)
+                    was = dict(old[4])
                     after[index] = self.enc({"module_state": dict(value.state_dict()),
                                              "training": [m.training for m in value.modules()],
                                              "requires_grad": [p.requires_grad for p in value.parameters()],
-                                             "shared": [names for names in groups.values() if len(names) > 1]})
+                                             "shared": [names for names in groups.values() if len(names) > 1],
+                                             "shared_modules": [n for n in modules.values() if len(n) > 1 and n[0]],
+                                             "replaced": [name for name, p in value.named_parameters(remove_duplicate=False)
+                                                          if was.get(name) != id(p)]})
                 else:  # its new value, not a reference to the checker's (unchanged) tensor
                     with torch._C.DisableTorchFunction():
                         after[index] = wire.encode(value, self.handle_of)
@@ -394,7 +401,8 @@ def _snapshot(value: Any) -> Any:
     if isinstance(value, torch.nn.Module):
         return ([m.training for m in value.modules()], [p.requires_grad for p in value.parameters()],
                 [_snapshot(t) for t in value.state_dict().values()],
-                [id(p) for _, p in value.named_parameters(remove_duplicate=False)])
+                [id(m) for _, m in value.named_modules(remove_duplicate=False)],
+                [(name, id(p)) for name, p in value.named_parameters(remove_duplicate=False)])
     return None
 
 

@@ -77,8 +77,10 @@ class _Kernel:
         self.nb = nb
         self.checked = checker_enabled(assignment)
         self.timeout = timeout
-        self.prelude = prelude_from_source([c.source for c in nb.cells if c.cell_type == "code"
-                                            and not nbgrader_meta(c).get("solution") and not nbgrader_meta(c).get("grade")])
+        self.prelude = prelude_from_source(
+            [c.source for c in nb.cells if c.cell_type == "code" and not nbgrader_meta(c).get("solution")
+             and not nbgrader_meta(c).get("grade")],
+            [c.source for c in nb.cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")])
         self.client = NotebookClient(
             nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
             resources={"metadata": {"path": str(cwd)}},

@@ -205,8 +205,10 @@ def source_prelude(config: Any, resources: dict) -> str:
     if not path.exists():
         return ""
     source = nbformat.read(str(path), as_version=4)
-    return prelude_from_source([c.source for c in source.cells if c.cell_type == "code"
-                                and not nbgrader_meta(c).get("solution") and not nbgrader_meta(c).get("grade")])
+    return prelude_from_source(
+        [c.source for c in source.cells if c.cell_type == "code" and not nbgrader_meta(c).get("solution")
+         and not nbgrader_meta(c).get("grade")],
+        [c.source for c in source.cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")])
 
 
 def _public_copy(nb: Any) -> bytes:
