@@ -42,6 +42,7 @@ class _Session:
         self.received: dict[int, tuple[int, Any]] = {}
         self.received_tensors: dict[int, tuple[int, torch.Tensor]] = {}
         self.sent_tensors: dict[int, torch.Tensor] = {}
+        self.tables: dict[int, Any] = {}
         self.counter = 0
         self.evidence: list[str] = []
 
@@ -75,6 +76,11 @@ class _Session:
             return obj
         if "$callback" in tag:
             return self._callback(int(tag["$callback"]))
+        if "$table" in tag:  # a large table of the tests: sent once per cell, then named
+            number = int(tag["$table"])
+            if "value" in tag:
+                self.tables[number] = self.dec(tag["value"])
+            return self.tables[number]
         if "$lambda" in tag:  # a lambda of the tests, as source, with the values it reads
             namespace = {"__builtins__": builtins, **self.dec(tag.get("globals"))}
             return eval(compile(str(tag["$lambda"]), "<a lambda of the tests>", "eval"), namespace)  # noqa: S307
@@ -186,10 +192,17 @@ class _Session:
 
     def op_lookup(self, request: dict) -> dict:
         found = {}
+        lent = {}
         for name in request["names"]:
             if name in self.namespace:
-                found[name] = self.namespace[name]
-        return {"value": self.enc(found)}
+                value = self.namespace[name]
+                if isinstance(value, (list, tuple, dict, set)) and len(value) > 1000:
+                    lent[name] = self.handle_of(value)  # a large table: read item by item, not copied whole
+                else:
+                    found[name] = value
+        encoded = self.enc(found)
+        encoded["$dict"].extend([[name, tag] for name, tag in lent.items()])
+        return {"value": encoded}
 
     def op_getattr(self, request: dict) -> dict:
         return {"value": self.enc(getattr(self.dec(request["target"]), request["name"]))}

@@ -64,8 +64,8 @@ def encode(value: Any, handle_of: Callable[[Any], dict], depth: int = 0,
     name a value the other side already holds (a tensor it sent: it gets its own object back)."""
     if depth > 50:
         raise WireError("nested too deeply")
-    if known is not None and isinstance(value, torch.Tensor):
-        tag = known(value)
+    if known is not None and (isinstance(value, torch.Tensor) or (type(value) in (dict, list, tuple) and len(value) > 1000)):
+        tag = known(value)  # a tensor or a large table the other side already holds
         if tag is not None:
             return tag
     if value is None or isinstance(value, (bool, str)):

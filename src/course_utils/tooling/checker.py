@@ -411,6 +411,7 @@ class Checker:
         self.sent_tensors: dict[int, torch.Tensor] = {}
         self.tree: ast.AST | None = None
         self.fresh = False
+        self.tables: dict[tuple[int, int], tuple[int, Any]] = {}
         self.source = ""
         self.kernel_tensors: dict[int, torch.Tensor] = {}
         self.versions: dict[int, int] = {}
@@ -489,7 +490,18 @@ class Checker:
         with torch._C.DisableTorchFunction():  # a test's torch mode (meta as default device) must not touch the wire
             for tensor in checks._tensors_in(value):
                 self.sent_tensors[id(tensor)] = tensor  # handed back, it comes back as itself
-            return wire.encode(value, self.handle_of)
+            return wire.encode(value, self.handle_of, known=self._known_table)
+
+    def _known_table(self, value: Any) -> dict | None:
+        """A large table of the tests (a BPE rank dict) goes once per cell; later it is named."""
+        if isinstance(value, torch.Tensor):
+            return None
+        key = (id(value), len(value))
+        if key in self.tables:
+            return {"$table": self.tables[key][0]}
+        number = len(self.tables) + 1
+        self.tables[key] = (number, value)  # kept alive: its id stays its own
+        return {"$table": number, "value": wire.encode(value, self.handle_of)}
 
     def dec(self, data: Any, fresh: bool = False) -> Any:
         """``fresh``: new tensors (a callback's arguments: each call its own autograd leaves)."""
