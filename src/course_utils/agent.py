@@ -121,7 +121,7 @@ class _Session:
                 for d, v in zip(items, value):
                     self._remember_tensors(d, v)
         elif isinstance(data, dict) and "$dict" in data and isinstance(value, dict):
-            for (dk, dv), v in zip(data["$dict"], value.values()):
+            for (_key, dv), v in zip(data["$dict"], value.values()):
                 self._remember_tensors(dv, v)
 
     def _callback(self, number: int) -> Any:

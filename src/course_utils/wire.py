@@ -48,6 +48,7 @@ def _tensor_payload(t: torch.Tensor, handle_of: Callable[[Any], dict]) -> dict:
         "shape": list(t.shape),
         "device": t.device.type,
         "rg": False,
+        "stride": list(t.stride()),
     }
     if t.device.type != "meta":
         flat = torch.empty(t.numel(), dtype=t.dtype, device="cpu").copy_(t.cpu().reshape(-1))  # stride 1, whatever t's strides
@@ -133,7 +134,28 @@ def _decode_tensor(payload: dict) -> torch.Tensor:
         raise WireError(f"a tensor of shape {shape} and dtype {dtype} needs {numel * itemsize} bytes, got {len(raw)}")
     if numel == 0:
         return torch.empty(shape, dtype=dtype, device="cpu")
-    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).clone()
+    values = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).clone()
+    return _with_strides(values, payload.get("stride"))
+
+
+def _with_strides(values: torch.Tensor, stride: Any) -> torch.Tensor:
+    """``values`` laid out with the sender's strides (a transposed input stays non-contiguous, an
+    expanded one keeps its zero strides), so layout mistakes (``x.view``) show on both sides."""
+    if not isinstance(stride, list) or len(stride) != values.dim() or stride == list(values.stride()):
+        return values
+    if not all(isinstance(s, int) and 0 <= s <= 2**40 for s in stride):
+        raise WireError("bad strides")
+    expanded = [d for d, s in enumerate(stride) if s == 0 and values.shape[d] > 1]
+    base = values
+    for d in expanded:
+        base = base.narrow(d, 0, 1)
+    base_stride = [1 if d in expanded else s for d, s in enumerate(stride)]
+    try:
+        out = torch.empty_strided(tuple(base.shape), tuple(base_stride), dtype=values.dtype, device="cpu")
+        out.copy_(base)
+    except RuntimeError:  # strides that overlap: keep the values, contiguous
+        return values
+    return out.expand(values.shape) if expanded else out
 
 
 def decode(data: Any, resolve: Callable[[dict], Any], depth: int = 0,
