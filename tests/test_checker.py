@@ -205,6 +205,12 @@ def test_a_switched_off_watch_is_reported(kernel):
             "    attention(q, q, q)\n")
     result = _check(kernel, answer, test)
     assert any("profiler" in item for item in result.evidence), result
+    # switched off and put back before returning: the audit hook still saw it
+    answer = answer.replace("    sys.setprofile(None)\n    return _ref(q, k, v)\n",
+                            "    saved = sys.getprofile()\n    sys.setprofile(None)\n    out = _ref(q, k, v)\n"
+                            "    sys.setprofile(saved)\n    return out\n")
+    result = _check(kernel, answer, test)
+    assert any("sys.setprofile" in item for item in result.evidence), result
 
 
 def test_gradients_through_a_substituted_reference_are_counted_once(kernel):

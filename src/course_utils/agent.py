@@ -31,6 +31,20 @@ from course_utils import wire
 __all__ = ["serve"]
 
 
+# sys.setprofile / sys.settrace called while an answer runs: an audit hook sees it even when the
+# answer puts the profiler back before it returns (audit hooks cannot be removed once added)
+_AUDIT: list[str] = []
+
+
+def _audit(event: str, args: Any) -> None:
+    if event in ("sys.setprofile", "sys.settrace") and _ACTIVE:
+        _AUDIT.append(event)
+
+
+_ACTIVE: list[bool] = []
+_HOOKED: list[bool] = []
+
+
 class _Session:
     def __init__(self, ask: Any, namespace: dict[str, Any]) -> None:
         self.ask = ask  # input(): sends a message to the checker, returns its answer
@@ -274,15 +288,20 @@ class _Session:
             elif mode[0] == "banned":
                 contexts.append(checks.banned_calls(*mode[1], name=mode[2]))
         watching = any(mode[0] in ("own_work", "banned") for mode in request.get("modes", []))
+        _AUDIT.clear()
         profile = _enter(contexts)
         try:
             if watching and sys.getprofile() is None:
                 self.evidence.append("the profiler that watches for reference implementations was off before the call")
             hook = sys.getprofile()
-            result = target(*args, **kwargs)
-            if watching and sys.getprofile() is not hook:
+            _ACTIVE.append(True)
+            try:
+                result = target(*args, **kwargs)
+            finally:
+                _ACTIVE.clear()
+            if watching and (sys.getprofile() is not hook or _AUDIT):
                 self.evidence.append("the answer switched off or replaced the profiler that watches for reference "
-                                     "implementations (sys.setprofile)")
+                                     f"implementations ({', '.join(sorted(set(_AUDIT))) or 'sys.setprofile'})")
         except BaseException as error:
             profile(error)
             raise
@@ -480,6 +499,9 @@ def serve() -> None:
             namespace = shell.user_ns
     except ImportError:
         pass
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED.append(True)
     session = _Session(ask, namespace)
     dtype, device, grad = torch.get_default_dtype(), torch.get_default_device(), torch.is_grad_enabled()
     message = json.dumps({"hello": 1})
