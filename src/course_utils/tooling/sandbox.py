@@ -588,9 +588,16 @@ class SandboxKernelManager(AsyncKernelManager):
 # ---------------------------------------------------------------- is a sandbox available?
 
 
-@functools.lru_cache(maxsize=None)
 def sandbox_problem() -> str | None:
-    """``None`` when a bwrap sandbox works on this machine, else what is wrong and what to install."""
+    """``None`` when a bwrap sandbox works on this machine, else what is wrong and what to install.
+
+    Remembered per PATH (the test sandbox it runs costs a bwrap start): a PATH without bwrap is
+    asked again, not answered from an earlier PATH that had it."""
+    return _sandbox_problem(os.environ.get("PATH", ""), os.geteuid())
+
+
+@functools.lru_cache(maxsize=16)
+def _sandbox_problem(path: str, euid: int) -> str | None:
     missing = [tool for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ())
                if shutil.which(tool) is None]
     if missing:
