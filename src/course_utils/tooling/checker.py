@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from course_utils import checks, wire
-from course_utils.agent import set_default_device
+from course_utils.agent import _replace_grad_tensors, set_default_device
 
 __all__ = ["checker_enabled", "CheckerError", "CheckResult", "RemoteObject", "Checker", "check_cell", "prelude_from_source", "split_hidden"]
 
@@ -665,16 +665,21 @@ class Checker:
         return lambda: self.request("restore", token=token)
 
 
-def _replace_grad_tensors(value: Any, bridged: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return next(bridged) if value.requires_grad else value
-    if isinstance(value, dict):
-        return {k: _replace_grad_tensors(v, bridged) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_replace_grad_tensors(v, bridged) for v in value)
-    if isinstance(value, list):
-        return [_replace_grad_tensors(v, bridged) for v in value]
-    return value
+def _holder(root: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
+    """``"a.b.weight"`` -> (the submodule ``a.b``, ``"weight"``)."""
+    owner, _, attribute = name.rpartition(".")
+    return (root.get_submodule(owner) if owner else root), attribute
+
+
+def _alias(root: torch.nn.Module, names: Sequence[Any], get: Callable[[str], Any]) -> None:
+    """Make every name in ``names`` refer to the object ``get(names[0])`` (as the kernel's copy does)."""
+    try:
+        first = get(str(names[0]))
+        for name in names[1:]:
+            holder, attribute = _holder(root, str(name))
+            setattr(holder, attribute, first)
+    except (AttributeError, TypeError, KeyError):
+        pass
 
 
 def _write_back(local: Any, new: Any) -> None:
@@ -692,13 +697,7 @@ def _write_back(local: Any, new: Any) -> None:
     elif isinstance(local, torch.nn.Module) and isinstance(new, dict) and "module_state" in new:
         state, modes, trainable = new["module_state"], new.get("training", []), new.get("requires_grad", [])
         for names in new.get("shared_modules", []) or []:  # one submodule under two names (lm_head = wte)
-            try:
-                first = local.get_submodule(str(names[0]))
-                for name in names[1:]:
-                    owner, _, attribute = str(name).rpartition(".")
-                    setattr(local.get_submodule(owner) if owner else local, attribute, first)
-            except (AttributeError, TypeError, KeyError):
-                pass
+            _alias(local, names, local.get_submodule)
         try:
             local.load_state_dict(state, strict=False)
         except Exception:  # noqa: BLE001 - a different structure: the values cannot be mirrored
@@ -708,9 +707,8 @@ def _write_back(local: Any, new: Any) -> None:
             if str(name) in followers:
                 continue
             value = state.get(str(name)) if isinstance(state, dict) else None
-            owner, _, attribute = str(name).rpartition(".")
             try:
-                holder = local.get_submodule(owner) if owner else local
+                holder, attribute = _holder(local, str(name))
                 old = getattr(holder, attribute)
                 if isinstance(value, torch.Tensor):
                     setattr(holder, attribute, torch.nn.Parameter(value.detach().clone(), requires_grad=bool(
@@ -718,13 +716,7 @@ def _write_back(local: Any, new: Any) -> None:
             except (AttributeError, TypeError, KeyError, RuntimeError):
                 pass
         for names in new.get("shared", []) or []:  # parameters the kernel's code tied together are tied here
-            try:
-                first = local.get_parameter(str(names[0]))
-                for name in names[1:]:
-                    owner, _, attribute = str(name).rpartition(".")
-                    setattr(local.get_submodule(owner) if owner else local, attribute, first)
-            except (AttributeError, TypeError, KeyError):
-                pass
+            _alias(local, names, local.get_parameter)
         for module, mode in zip(local.modules(), modes):
             module.training = bool(mode)
         for parameter, flag in zip(local.parameters(), trainable):
