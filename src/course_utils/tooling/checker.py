@@ -77,27 +77,11 @@ class CheckResult:
     evidence: list[str] = field(default_factory=list)
 
 
-# Assignments whose solution and every curated mistake are proven through the checker (`course
-# mistakes`). The others still run their whole test cells in the kernel until they are proven:
-# COURSE_CHECKER=all checks every assignment here, COURSE_CHECKER=off none.
-CHECKED_ASSIGNMENTS = frozenset({
-    "00_welcome", "01_rnn_bottleneck", "02_soft_attention", "03_self_attention", "05_masking",
-    "06_positional_encoding", "07_transformer_block", "08_encoder_decoder", "09_bert", "10_gpt",
-    "11_modern_lm", "12_vit_moe",
-})
-# Not yet: 04_multihead. One curated mistake (a `.data =` that makes the student's layer share
-# storage with the reference layer the tests built) cannot be seen from here: storage shared
-# between the kernel's copies is not mirrored in the checker's objects.
-
-
 def checker_enabled(assignment: str | None = None) -> bool:
-    """Whether the trusted checker decides the test cells of ``assignment`` (see ``CHECKED_ASSIGNMENTS``)."""
-    setting = os.environ.get("COURSE_CHECKER", "").lower()
-    if setting in {"off", "0", "no"}:
-        return False
-    if setting in {"all", "on", "1", "yes"}:
-        return True
-    return assignment in CHECKED_ASSIGNMENTS
+    """Whether the trusted checker decides the test cells of ``assignment``: always, for every
+    assignment (each one's solution and curated mistakes are proven through it by `course
+    mistakes`), unless ``COURSE_CHECKER=off`` runs whole test cells in the kernel (authors only)."""
+    return os.environ.get("COURSE_CHECKER", "").lower() not in {"off", "0", "no"}
 
 
 def split_hidden(source: str) -> str:
@@ -682,6 +666,28 @@ def _alias(root: torch.nn.Module, names: Sequence[Any], get: Callable[[str], Any
         pass
 
 
+def _mirror_state(module: torch.nn.Module, state: Any) -> None:
+    """The kernel's parameter and buffer values, dtypes and shapes, in ``module`` (a ``.data =`` or a
+    ``.double()`` in the kernel changes a dtype that ``load_state_dict`` would convert back)."""
+    if not isinstance(state, dict):
+        return
+    for name, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        try:
+            holder, attribute = _holder(module, str(name))
+            tensor = getattr(holder, attribute)
+        except (AttributeError, TypeError, KeyError):
+            continue
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type == "meta":
+            continue
+        with torch.no_grad():
+            if tensor.shape == value.shape and tensor.dtype == value.dtype:
+                tensor.copy_(value.to(tensor.device))
+            else:
+                tensor.data = value.detach().to(tensor.device)
+
+
 def _write_back(local: Any, new: Any) -> None:
     """An argument the kernel's code changed in place: change ours the same way."""
     if isinstance(local, torch.Tensor) and isinstance(new, torch.Tensor):
@@ -698,10 +704,7 @@ def _write_back(local: Any, new: Any) -> None:
         state, modes, trainable = new["module_state"], new.get("training", []), new.get("requires_grad", [])
         for names in new.get("shared_modules", []) or []:  # one submodule under two names (lm_head = wte)
             _alias(local, names, local.get_submodule)
-        try:
-            local.load_state_dict(state, strict=False)
-        except Exception:  # noqa: BLE001 - a different structure: the values cannot be mirrored
-            pass
+        _mirror_state(local, state)
         followers = {str(n) for names in new.get("shared", []) or [] for n in names[1:]}
         for name in new.get("replaced", []) or []:  # a new Parameter object there: a new one here too
             if str(name) in followers:
