@@ -298,7 +298,7 @@ class _Session:
             try:
                 result = target(*args, **kwargs)
             finally:
-                _ACTIVE.clear()
+                _ACTIVE.pop()  # one per call in progress: a nested call ends only its own window
             if watching and (sys.getprofile() is not hook or _AUDIT):
                 self.evidence.append("the answer switched off or replaced the profiler that watches for reference "
                                      f"implementations ({', '.join(sorted(set(_AUDIT))) or 'sys.setprofile'})")

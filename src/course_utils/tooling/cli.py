@@ -162,6 +162,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.tooling.grading import StudentResult, read_scores, scores_table, submission_flags
     from course_utils.tooling.grading import autograde
     from course_utils.tooling.parallel import autograde_parallel, default_workers
+    from course_utils.tooling.manual_view import write_views
     from course_utils.tooling.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
     root = find_root()
@@ -199,6 +200,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
             else:
                 run = autograde(root, name, students)
             results += run.results
+            views = write_views(root, name, students)
+            if views:
+                print(f"{name}: written answers beside each student's own run: {views[0].parent}/<student>.html",
+                      flush=True)
         else:
             print(f"{name}: no submissions to grade", flush=True)
         for student in missing:
@@ -284,6 +289,11 @@ def cmd_review(args: argparse.Namespace) -> int:
         reviews = {key: review for key, review in reviews.items() if key[1] == args.student}
     print(format_review(reviews, names, comparisons))
     print(f"similar pairs written to {out_dir}/<assignment>-similarity.csv")
+    views = sorted(p for name in names for p in (root / "build" / "manual" / name).glob("*.html")
+                   if not args.student or p.stem == args.student)
+    if views:
+        print("written answers beside each student's own run (for manual grading):")
+        print("\n".join(f"  {p.relative_to(root)}" for p in views))
     return 0
 
 
