@@ -35,6 +35,7 @@ from course_utils.blocks import FeedForward, LayerNorm
 from course_utils.device import cpu_threads as threads_for_cpu  # the argument below is named cpu_threads
 from course_utils.masking import causal_mask
 from course_utils.multihead import merge_heads, split_heads
+from course_utils.progress import progress
 
 __all__ = [
     "GPTConfig", "KVCache", "CausalSelfAttention", "Block", "GPT", "gpt2_init_",
@@ -380,13 +381,13 @@ def train_lm(
     T = model.config.block_size
     train_seconds = 0.0
     model.train()
-    for step in range(steps + 1):
+    for step in progress(range(steps + 1), desc="training"):
         if step % eval_every == 0 or step == steps:
             history["steps"].append(step)
             history["train"].append(estimate_loss(model, train_data, eval_batches, batch_size, seed=1, device=device))
             history["val"].append(estimate_loss(model, val_data, eval_batches, batch_size, seed=2, device=device))
         if step == steps:
-            break
+            continue  # the last round only evaluates (continue, not break: the bar ends full)
         start = time.perf_counter()
         for group in optimiser.param_groups:
             group["lr"] = lr_at(step)

@@ -31,6 +31,7 @@ from course_utils.blocks import EncoderBlock, FeedForward, LayerNorm
 from course_utils.masking import key_mask
 from course_utils.multihead import MultiHeadAttention
 from course_utils.positional import SinusoidalPositionalEncoding
+from course_utils.progress import progress
 from course_utils.sentiment_data import WordVocab, encode_texts
 
 __all__ = ["masked_mean_pool", "prepend_cls", "PlainAttentionLayer", "AttentionClassifier",
@@ -171,7 +172,7 @@ def train_classifier(model: nn.Module, data: DatasetDict, vocab: WordVocab, *, e
     start = time.perf_counter()
     all_ids, all_real, all_y = _encode_split(data["train"], vocab, device)
     gen = torch.Generator().manual_seed(seed)
-    for _ in range(epochs):
+    for _ in progress(range(epochs), desc="training (epochs)"):
         order = torch.randperm(len(all_y), generator=gen).to(all_y.device)
         for start_ in range(0, len(order), batch_size):
             idx = order[start_ : start_ + batch_size]

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Callable, Mapping, Sequence
 
@@ -18,6 +19,7 @@ import torch.nn.functional as F
 from datasets import Dataset
 from matplotlib.axes import Axes
 
+from course_utils.progress import progress
 from course_utils.rnn_seq2seq import Seq2Seq, greedy_decode
 from course_utils.seq2seq_data import CharVocab, encode_dataset, make_loader, pad_sequences
 
@@ -63,22 +65,21 @@ def train_seq2seq(
     losses: list[float] = []
     tokens = 0
     started = time.perf_counter()
-    while len(losses) < steps:
-        for batch in loader:
-            src, src_len, tgt = batch["src"].to(device), batch["src_len"], batch["tgt"].to(device)
-            logits, _ = model(src, src_len, tgt)
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1), ignore_index=vocab.pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            losses.append(loss.item())
-            if log_every and len(losses) % log_every == 0:
-                print(f"step {len(losses):5d}  loss {sum(losses[-log_every:]) / log_every:.4f}  ({time.perf_counter() - started:.0f} s)")
-            tokens += int((tgt != vocab.pad_id).sum())
-            if len(losses) >= steps or (time_budget is not None and time.perf_counter() - started >= time_budget):
-                steps = len(losses)  # the budget is spent: stop here
-                break
+    batches = itertools.islice(itertools.chain.from_iterable(itertools.repeat(loader)), steps)  # epoch after epoch
+    for batch in progress(batches, total=steps, desc="training"):
+        src, src_len, tgt = batch["src"].to(device), batch["src_len"], batch["tgt"].to(device)
+        logits, _ = model(src, src_len, tgt)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1), ignore_index=vocab.pad_id)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        losses.append(loss.item())
+        if log_every and len(losses) % log_every == 0:
+            print(f"step {len(losses):5d}  loss {sum(losses[-log_every:]) / log_every:.4f}  ({time.perf_counter() - started:.0f} s)")
+        tokens += int((tgt != vocab.pad_id).sum())
+        if time_budget is not None and time.perf_counter() - started >= time_budget:
+            break  # the budget is spent: stop here
     model.eval()
     if stats is not None:  # what the run did: steps, seconds, target tokens, tokens per second
         seconds = time.perf_counter() - started
@@ -108,7 +109,7 @@ def decode_strings(
     """
     outputs: list[str] = []
     attention: list = []
-    for start in range(0, len(sources), batch_size):
+    for start in progress(range(0, len(sources), batch_size), desc="decoding"):
         chunk = list(sources[start : start + batch_size])
         src, src_len = pad_sequences([vocab.encode(s) for s in chunk], vocab.pad_id)
         limit = max_len or int(src_len.max()) + 12

@@ -26,6 +26,7 @@ The pieces, in the order the notebook uses them:
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from typing import Sequence
@@ -37,6 +38,7 @@ from torch import nn
 
 from course_utils.blocks import DecoderBlock, EncoderBlock, LayerNorm
 from course_utils.masking import causal_mask, combine, key_mask, padding_mask
+from course_utils.progress import progress
 from course_utils.positional import SinusoidalPositionalEncoding
 from course_utils.rnn_seq2seq import shift_right
 from course_utils.seq2seq_data import CharVocab, encode_dataset, make_loader
@@ -227,35 +229,34 @@ def train_transformer(
     lrs: list[float] = []
     tokens = 0
     started = time.perf_counter()
-    while len(losses) < steps:
-        for batch in loader:
-            src, src_len, tgt = batch["src"].to(device), batch["src_len"], batch["tgt"].to(device)
-            logits, _ = model(src, src_len, tgt)  # (B, T, V)
-            loss = label_smoothed_cross_entropy(logits, tgt, label_smoothing, vocab.pad_id)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            step = len(losses) + 1
-            if schedule == "noam":
-                lr = noam_lr(step, model.d_model, warmup, factor)
-            else:
-                progress = step / steps
-                if time_budget:
-                    progress = max(progress, (time.perf_counter() - started) / time_budget)
-                lr = linear_decay_lr(step, peak, warmup, progress)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            lrs.append(lr)
-            optimizer.step()
-            losses.append(loss.item())
-            if log_every and len(losses) % log_every == 0:
-                print(f"step {len(losses):5d}  loss {sum(losses[-log_every:]) / log_every:.4f}  "
-                      f"lr {lrs[-1]:.2e}  ({time.perf_counter() - started:.0f} s)")
-            tokens += int((tgt != vocab.pad_id).sum())
-            if len(losses) >= steps or (time_budget is not None and time.perf_counter() - started >= time_budget):
-                steps = len(losses)  # the budget is spent: stop here
-                break
+    batches = itertools.islice(itertools.chain.from_iterable(itertools.repeat(loader)), steps)  # epoch after epoch
+    for batch in progress(batches, total=steps, desc="training"):
+        src, src_len, tgt = batch["src"].to(device), batch["src_len"], batch["tgt"].to(device)
+        logits, _ = model(src, src_len, tgt)  # (B, T, V)
+        loss = label_smoothed_cross_entropy(logits, tgt, label_smoothing, vocab.pad_id)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        step = len(losses) + 1
+        if schedule == "noam":
+            lr = noam_lr(step, model.d_model, warmup, factor)
+        else:
+            done = step / steps
+            if time_budget:
+                done = max(done, (time.perf_counter() - started) / time_budget)
+            lr = linear_decay_lr(step, peak, warmup, done)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        lrs.append(lr)
+        optimizer.step()
+        losses.append(loss.item())
+        if log_every and len(losses) % log_every == 0:
+            print(f"step {len(losses):5d}  loss {sum(losses[-log_every:]) / log_every:.4f}  "
+                  f"lr {lrs[-1]:.2e}  ({time.perf_counter() - started:.0f} s)")
+        tokens += int((tgt != vocab.pad_id).sum())
+        if time_budget is not None and time.perf_counter() - started >= time_budget:
+            break  # the budget is spent: stop here
     model.eval()
     if stats is not None:  # what the run did: steps, seconds, target tokens, tokens per second
         seconds = time.perf_counter() - started

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.blocks import EncoderBlock, LayerNorm
+from course_utils.progress import progress
 
 __all__ = ["digits_splits", "digits_tensors", "patchify", "patch_embed", "PatchEmbedding", "ViTConfig", "ViT",
            "accuracy", "train_classifier", "cls_attention", "position_similarity"]
@@ -176,7 +177,7 @@ def train_classifier(
     total, warmup = epochs * steps_per_epoch, warmup_epochs * steps_per_epoch
     history: dict = {"epochs": [], "train_loss": [], "test_acc": []}
     seconds, step = 0.0, 0
-    for epoch in range(1, epochs + 1):
+    for epoch in progress(range(1, epochs + 1), desc="training (epochs)"):
         start = time.perf_counter()
         model.train()
         order = torch.randperm(len(x_train), generator=gen).to(x_train.device)
