@@ -28,6 +28,8 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.moe` -- notebook 12: top-k gating, the load-balancing loss, capacity, an
   MoE feed-forward layer in notebook 10's GPT.
 - :mod:`course_utils.benchmark` -- peak tensor memory and timing for the cost sections.
+- :mod:`course_utils.diagrams` -- schematics drawn at run time: the RNN bottleneck against attention,
+  post-LN and pre-LN, the encoder-decoder, the KV cache, GQA and RoPE's pairings, MoE routing.
 
 Instructor tooling (nbgrader, the ``course`` command) lives in :mod:`course_utils.tooling`
 and is never imported by the notebooks.

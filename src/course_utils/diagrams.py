@@ -1,0 +1,465 @@
+"""Schematics of the architectures students build, drawn with matplotlib at run time.
+
+One function per diagram; each returns a :class:`matplotlib.figure.Figure` (the notebooks
+call it in a code cell, so no image is stored in a notebook). All of them share the colours
+of :data:`ROLES` and the two helpers :func:`box` and :func:`arrow`.
+
+- :func:`rnn_encoder_decoder` -- notebooks 01-02: one context vector (the bottleneck) against
+  attention over all encoder states.
+- :func:`post_ln_vs_pre_ln` -- notebook 07: where the LayerNorm sits on the residual path.
+- :func:`encoder_decoder` -- notebook 08: the two stacks and cross-attention.
+- :func:`kv_cache` -- notebook 10: what the cache stores and where the new query sits.
+- :func:`gqa_groups`, :func:`rope_pairings` -- notebook 11: grouped-query heads, and the
+  interleaved and rotate-half pairings of RoPE.
+- :func:`moe_routing` -- notebook 12: top-1 routing with a capacity, and a dropped token.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Arc, FancyArrowPatch, FancyBboxPatch
+
+__all__ = [
+    "ROLES",
+    "box",
+    "arrow",
+    "rnn_encoder_decoder",
+    "post_ln_vs_pre_ln",
+    "encoder_decoder",
+    "kv_cache",
+    "gqa_groups",
+    "rope_pairings",
+    "moe_routing",
+]
+
+# (face colour, edge colour) of each kind of part, the same in every diagram
+ROLES: dict[str, tuple[str, str]] = {
+    "encoder": ("#dbe9f6", "#3d78b5"),
+    "decoder": ("#fde8d2", "#d9822b"),
+    "attention": ("#e6e0f3", "#6a4fa3"),
+    "norm": ("#fff4c2", "#b8930b"),
+    "ffn": ("#dcefd6", "#4e9a3a"),
+    "cache": ("#d5ecec", "#2f8080"),
+    "alert": ("#f9d6d5", "#c0392b"),
+    "neutral": ("#f2f2f2", "#6b6b6b"),
+    "ghost": ("#ffffff", "#b0b0b0"),
+}
+INK = "#333333"
+NOTE = "#555555"
+GOOD = "#2e8b57"
+BAD = "#c0392b"
+
+
+def _canvas(n_panels: int, figsize: tuple[float, float], xlim: tuple[float, float], ylim: tuple[float, float]) -> tuple[Figure, list[Axes]]:
+    """A figure of ``n_panels`` side-by-side axes in data units, equal aspect, no frame."""
+    fig, axes = plt.subplots(1, n_panels, figsize=figsize, squeeze=False)
+    for ax in axes[0]:
+        ax.set_xlim(*xlim)
+        ax.set_ylim(*ylim)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    return fig, list(axes[0])
+
+
+def box(ax: Axes, x: float, y: float, w: float, h: float, text: str = "", role: str = "neutral", *,
+        fontsize: float = 10, lw: float = 1.4, ls: str = "-", bold: bool = False, color: str = INK) -> FancyBboxPatch:
+    """A rounded box centred at (x, y), w wide and h high, coloured by ``role``, with centred text."""
+    face, edge = ROLES[role]
+    patch = FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.12",
+                           facecolor=face, edgecolor=edge, linewidth=lw, linestyle=ls, zorder=2)
+    ax.add_patch(patch)
+    if text:
+        ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=color, zorder=3,
+                fontweight="bold" if bold else "normal")
+    return patch
+
+
+def arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], *, color: str = INK, lw: float = 1.3,
+          ls: str = "-", rad: float = 0.0, style: str = "-|>", alpha: float = 1.0, zorder: float = 1.5) -> FancyArrowPatch:
+    """An arrow from ``start`` to ``end`` (data units); ``rad`` bends it (0 = straight)."""
+    patch = FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, color=color, linewidth=lw, linestyle=ls,
+                            connectionstyle=f"arc3,rad={rad}", shrinkA=0, shrinkB=0, alpha=alpha, zorder=zorder)
+    ax.add_patch(patch)
+    return patch
+
+
+def _note(ax: Axes, x: float, y: float, text: str, *, color: str = NOTE, size: float = 9, ha: str = "center",
+          va: str = "center", style: str = "italic") -> None:
+    ax.text(x, y, text, ha=ha, va=va, fontsize=size, color=color, style=style, zorder=4)
+
+
+def _polyline(ax: Axes, points: Sequence[tuple[float, float]], *, color: str = INK, lw: float = 1.3) -> None:
+    """Straight segments through ``points``, the last one with an arrow head."""
+    xs, ys = zip(*points[:-1])
+    ax.plot(xs, ys, color=color, lw=lw, solid_capstyle="round", zorder=1.5)
+    arrow(ax, points[-2], points[-1], color=color, lw=lw)
+
+
+# --------------------------------------------------------------------------- notebooks 01-02
+def _rnn_encoder(ax: Axes, xs: Sequence[float], y: float) -> None:
+    for j, x in enumerate(xs, 1):
+        ax.text(x, 0.3, f"$x_{j}$", ha="center", va="center", fontsize=12, color=INK)
+        arrow(ax, (x, 0.55), (x, y - 0.35))
+        box(ax, x, y, 0.95, 0.7, f"$h_{j}$", "encoder", fontsize=12)
+    for a, b in zip(xs, xs[1:]):
+        arrow(ax, (a + 0.48, y), (b - 0.48, y), style="<|-|>")
+    _note(ax, (xs[0] + xs[-1]) / 2, -0.35, "encoder: bidirectional GRU", size=9)
+
+
+def _rnn_decoder(ax: Axes, xs: Sequence[float], y: float, highlight: int | None = None) -> None:
+    for t, x in enumerate(xs, 1):
+        faded = highlight is not None and t != highlight
+        box(ax, x, y, 0.95, 0.7, f"$s_{t}$", "ghost" if faded else "decoder", fontsize=12,
+            color=NOTE if faded else INK)
+        arrow(ax, (x, y + 0.35), (x, y + 0.95), color=NOTE if faded else INK)
+        ax.text(x, y + 1.2, f"$y_{t}$", ha="center", va="center", fontsize=12, color=NOTE if faded else INK)
+    for a, b in zip(xs, xs[1:]):
+        arrow(ax, (a + 0.48, y), (b - 0.48, y))
+    _note(ax, (xs[0] + xs[-1]) / 2, y + 1.75, "decoder: GRU, one token per step", size=9)
+
+
+def rnn_encoder_decoder(attention: bool = True) -> Figure:
+    """Notebook 01's encoder-decoder, whose decoder sees one context vector c at every step
+    (the bottleneck); with ``attention=True`` a second panel: notebook 02's decoder, which mixes
+    a new context c_t from all encoder states at every step."""
+    fig, axes = _canvas(2 if attention else 1, (13.5, 4.8) if attention else (7.0, 4.8), (-0.2, 12.2), (-0.8, 6.5))
+    enc_x, dec_x, y_enc, y_dec = [0.8, 2.1, 3.4, 4.7], [7.4, 8.7, 10.0, 11.3], 1.7, 4.2
+    violet = ROLES["attention"][1]
+
+    ax = axes[0]
+    ax.set_title("without attention (notebook 01): one context vector $c$", fontsize=11)
+    _rnn_encoder(ax, enc_x, y_enc)
+    _rnn_decoder(ax, dec_x, y_dec)
+    box(ax, 6.0, y_enc, 0.95, 0.75, "$c$", "alert", fontsize=13, lw=2.2, bold=True)
+    arrow(ax, (enc_x[-1] + 0.48, y_enc), (6.0 - 0.5, y_enc), color=BAD, lw=2)
+    for k, x in enumerate(dec_x):
+        arrow(ax, (6.0 + 0.2 * (k - 1.5), y_enc + 0.38), (x - 0.2, y_dec - 0.36), color=BAD, lw=1.2, rad=-0.12)
+    _note(ax, 9.4, 1.55, "bottleneck: $c = [\\overrightarrow{h}_L; \\overleftarrow{h}_1]$,\n"
+          "the same $H$ numbers at every step,\nwhatever the input's length", color=BAD, size=9)
+
+    if attention:
+        ax = axes[1]
+        ax.set_title("with attention (notebook 02): a new $c_t$ at every step", fontsize=11)
+        _rnn_encoder(ax, enc_x, y_enc)
+        _rnn_decoder(ax, dec_x, y_dec, highlight=3)
+        cx, cy = 8.05, 2.55
+        box(ax, cx, cy, 1.9, 0.75, "$c_3=\\sum_j a_{3j}\\,h_j$", "attention", fontsize=11)
+        weights = [0.08, 0.12, 0.55, 0.25]
+        for j, (x, a) in enumerate(zip(enc_x, weights), 1):
+            arrow(ax, (x + 0.1, y_enc + 0.36), (cx - 0.96, cy - 0.3 + 0.12 * j), color=violet, lw=0.8 + 6 * a,
+                  rad=-0.25 + 0.04 * j)
+            ax.text(x - 0.22, y_enc + 0.58, f"{a:.2f}", ha="center", va="center", fontsize=8, color=violet)
+        _note(ax, 0.9, 2.75, "weights $a_{3j}$", color=violet, size=8.5)
+        arrow(ax, (cx + 0.6, cy + 0.38), (dec_x[2] - 0.15, y_dec - 0.36), color=violet, lw=2)
+        arrow(ax, (dec_x[1] - 0.1, y_dec - 0.36), (cx - 0.3, cy + 0.38), color=NOTE, lw=1.1, ls="--")
+        _note(ax, 7.55, 3.45, "query $s_2$", size=8.5, ha="right")
+        _note(ax, 10.3, 1.2, "all encoder states are kept;\nthe weights $a_{tj}$ (a softmax) choose\n"
+              "which ones step $t$ reads", color=violet, size=9)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 07
+def _branch(ax: Axes, x_stream: float, x_side: float, y_from: float, y_to: float, parts: Sequence[tuple[str, str]],
+            plus_at: float) -> None:
+    """A side branch: leave the stream at y_from, go through ``parts`` (text, role) upwards, come back at a "+"."""
+    ys = [y_from + 0.75 + 0.95 * i for i in range(len(parts))]
+    _polyline(ax, [(x_stream, y_from), (x_side, y_from), (x_side, ys[0] - 0.33)])
+    for i, (text, role) in enumerate(parts):
+        box(ax, x_side, ys[i], 2.3, 0.66, text, role, fontsize=10)
+        if i:
+            arrow(ax, (x_side, ys[i - 1] + 0.33), (x_side, ys[i] - 0.33))
+    _polyline(ax, [(x_side, ys[-1] + 0.33), (x_side, plus_at), (x_stream + 0.27, plus_at)])
+    ax.add_patch(plt.Circle((x_stream, plus_at), 0.26, facecolor="white", edgecolor=INK, lw=1.4, zorder=3))
+    ax.text(x_stream, plus_at, "+", ha="center", va="center", fontsize=13, zorder=4)
+
+
+def post_ln_vs_pre_ln() -> Figure:
+    """One transformer block drawn twice: post-LN (the LayerNorm sits on the residual stream,
+    after each sum) and pre-LN (the LayerNorm sits on the branch, the stream is never normalised)."""
+    fig, axes = _canvas(2, (11.5, 6.4), (-0.3, 7.3), (-0.4, 9.6))
+    xs, xb = 1.6, 4.6
+
+    ax = axes[0]
+    ax.set_title("post-LN (Vaswani et al. 2017, BERT)\n$x \\leftarrow \\mathrm{LN}(x + \\mathrm{Sublayer}(x))$", fontsize=11)
+    ax.text(xs, 0.0, "$x$", ha="center", fontsize=13)
+    ax.plot([xs, xs], [0.3, 2.74], color=BAD, lw=9, alpha=0.25, zorder=1)
+    ax.plot([xs, xs], [0.3, 2.74], color=INK, lw=1.3, zorder=1.5)
+    _branch(ax, xs, xb, 1.0, 3.0, [("self-attention", "attention")], 3.0)
+    box(ax, xs, 3.9, 1.9, 0.6, "LayerNorm", "norm", lw=2.2)
+    arrow(ax, (xs, 3.26), (xs, 3.6))
+    ax.plot([xs, xs], [4.2, 6.14], color=BAD, lw=9, alpha=0.25, zorder=1)
+    ax.plot([xs, xs], [4.2, 6.14], color=INK, lw=1.3, zorder=1.5)
+    _branch(ax, xs, xb, 4.6, 6.4, [("feed-forward", "ffn")], 6.4)
+    box(ax, xs, 7.3, 1.9, 0.6, "LayerNorm", "norm", lw=2.2)
+    arrow(ax, (xs, 6.66), (xs, 7.0))
+    arrow(ax, (xs, 7.6), (xs, 8.3))
+    ax.text(xs, 8.55, "out", ha="center", fontsize=11)
+    ax.text(xs - 0.42, 1.9, "residual stream", rotation=90, ha="center", va="center", fontsize=8.5, color=BAD)
+    _note(ax, 3.5, -0.25, "every path from the output back to $x$ crosses every LayerNorm", color=BAD)
+
+    ax = axes[1]
+    ax.set_title("pre-LN (GPT-2, Llama and most models since)\n$x \\leftarrow x + \\mathrm{Sublayer}(\\mathrm{LN}(x))$", fontsize=11)
+    ax.text(xs, 0.0, "$x$", ha="center", fontsize=13)
+    ax.plot([xs, xs], [0.3, 6.9], color=GOOD, lw=9, alpha=0.3, zorder=1)
+    ax.plot([xs, xs], [0.3, 6.9], color=INK, lw=1.3, zorder=1.5)
+    _branch(ax, xs, xb, 0.8, 3.6, [("LayerNorm", "norm"), ("self-attention", "attention")], 3.6)
+    _branch(ax, xs, xb, 4.3, 7.1, [("LayerNorm", "norm"), ("feed-forward", "ffn")], 7.1)
+    box(ax, xs, 8.05, 3.0, 0.7, "final LayerNorm\n(once, after the last block)", "norm", fontsize=9, ls="--")
+    arrow(ax, (xs, 7.36), (xs, 7.7))
+    arrow(ax, (xs, 8.4), (xs, 8.95))
+    ax.text(xs, 9.2, "out", ha="center", fontsize=11)
+    ax.text(xs - 0.42, 2.3, "residual stream", rotation=90, ha="center", va="center", fontsize=8.5, color=GOOD)
+    _note(ax, 3.5, -0.25, "a clean residual path: no norm on the stream, one final LayerNorm at the top", color=GOOD)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 08
+def encoder_decoder() -> Figure:
+    """The encoder-decoder transformer: the encoder's memory M feeds the cross-attention of
+    every decoder block (queries from the decoder, keys and values from M)."""
+    fig, (ax,) = _canvas(1, (9.5, 7.6), (-0.2, 12.4), (-0.3, 10.0))
+    xe, xd, w = 2.8, 8.9, 3.3
+
+    ax.text(xe, 0.15, "source $x_1 \\dots x_S$", ha="center", fontsize=11)
+    arrow(ax, (xe, 0.45), (xe, 0.95))
+    box(ax, xe, 1.3, w, 0.65, "embedding + positions", "neutral")
+    ax.add_patch(FancyBboxPatch((xe - w / 2 - 0.3, 2.2), w + 0.6, 2.9, boxstyle="round,pad=0,rounding_size=0.2",
+                                facecolor="none", edgecolor=ROLES["encoder"][1], lw=1.3, ls="--", zorder=1))
+    ax.text(xe - w / 2 - 0.5, 3.65, "$N\\times$", ha="right", va="center", fontsize=12, color=ROLES["encoder"][1])
+    arrow(ax, (xe, 1.63), (xe, 2.8))
+    box(ax, xe, 3.15, w, 0.7, "self-attention\n(every position reads every one)", "attention", fontsize=9)
+    arrow(ax, (xe, 3.5), (xe, 4.0))
+    box(ax, xe, 4.35, w, 0.65, "feed-forward", "ffn")
+    arrow(ax, (xe, 4.68), (xe, 5.9))
+    box(ax, xe, 6.3, w, 0.8, "memory $M$\n($S \\times d$: one vector per source token)", "encoder", fontsize=9, lw=2)
+    ax.text(xe, 9.2, "ENCODER", ha="center", fontsize=12, color=ROLES["encoder"][1], fontweight="bold")
+
+    ax.text(xd, 0.15, "target shifted right: <bos> $y_1 \\dots y_{T-1}$", ha="center", fontsize=11)
+    arrow(ax, (xd, 0.45), (xd, 0.95))
+    box(ax, xd, 1.3, w, 0.65, "embedding + positions", "neutral")
+    ax.add_patch(FancyBboxPatch((xd - w / 2 - 0.3, 2.2), w + 0.6, 4.3, boxstyle="round,pad=0,rounding_size=0.2",
+                                facecolor="none", edgecolor=ROLES["decoder"][1], lw=1.3, ls="--", zorder=1))
+    ax.text(xd + w / 2 + 0.5, 4.35, "$\\times N$", ha="left", va="center", fontsize=12, color=ROLES["decoder"][1])
+    arrow(ax, (xd, 1.63), (xd, 2.8))
+    box(ax, xd, 3.15, w, 0.7, "masked self-attention\n(position $t$ reads $\\leq t$)", "attention", fontsize=9)
+    arrow(ax, (xd, 3.5), (xd, 4.0))
+    box(ax, xd, 4.4, w, 0.75, "cross-attention", "attention", fontsize=11, lw=2.4, bold=True)
+    arrow(ax, (xd, 4.78), (xd, 5.45))
+    box(ax, xd, 5.8, w, 0.65, "feed-forward", "ffn")
+    arrow(ax, (xd, 6.13), (xd, 7.05))
+    box(ax, xd, 7.4, w, 0.65, "linear + softmax", "decoder")
+    arrow(ax, (xd, 7.73), (xd, 8.3))
+    ax.text(xd, 8.55, "next tokens $y_1 \\dots y_T$", ha="center", fontsize=11)
+    ax.text(xd, 9.2, "DECODER", ha="center", fontsize=12, color=ROLES["decoder"][1], fontweight="bold")
+
+    arrow(ax, (xe + w / 2, 6.3), (xd - w / 2, 4.5), color=ROLES["encoder"][1], lw=2.6, rad=-0.15)
+    _note(ax, 6.1, 7.0, "keys and values\n(the same $M$ for every\ndecoder block)", color=ROLES["encoder"][1], size=9)
+    _note(ax, xd - 0.9, 3.75, "queries", size=9)
+    _note(ax, 6.0, -0.25, "residual connections and LayerNorms omitted; every attention has its own mask (section 2)", size=8.5)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 10
+def kv_cache(tokens: Sequence[str] = ("To", " be", ",", " or", " not", " to")) -> Figure:
+    """Left: one layer's KV cache while generating the last of ``tokens``: keys and values of the
+    past positions are stored, the new token adds one column, and its query (the only one computed)
+    reads every key. Right: two new queries at once sit at the bottom right of the causal mask."""
+    fig, (ax, ax2) = _canvas(2, (13.2, 4.6), (-1.9, 10.0), (-1.0, 5.8))
+    fig.axes[1].set_xlim(-2.2, 6.6)
+    n = len(tokens)
+    xs = [0.6 + 1.25 * j for j in range(n)]
+    new = n - 1
+    y_tok, y_v, y_k, y_q = 0.4, 1.85, 3.0, 4.9
+    ax.set_title(f"generating token {new}: what one layer's KV cache holds", fontsize=11)
+    for j, (x, tok) in enumerate(zip(xs, tokens)):
+        is_new = j == new
+        box(ax, x, y_tok, 1.05, 0.55, repr(tok)[1:-1].replace(" ", "·"), "decoder" if is_new else "neutral", fontsize=9)
+        arrow(ax, (x, y_tok + 0.28), (x, y_v - 0.3), color=NOTE, lw=0.8)
+        box(ax, x, y_v, 0.8, 0.55, f"$v_{j}$", "decoder" if is_new else "cache", fontsize=11, lw=2 if is_new else 1.4)
+        box(ax, x, y_k, 0.8, 0.55, f"$k_{j}$", "decoder" if is_new else "cache", fontsize=11, lw=2 if is_new else 1.4)
+        if is_new:
+            box(ax, x, y_q, 0.8, 0.55, f"$q_{j}$", "decoder", fontsize=11, lw=2.2)
+        else:
+            box(ax, x, y_q, 0.8, 0.55, f"$q_{j}$", "ghost", fontsize=10, ls="--", color="#aaaaaa")
+    for x in xs:
+        arrow(ax, (xs[new] - 0.1, y_q - 0.28), (x, y_k + 0.29), color=ROLES["decoder"][1], lw=1.1, rad=0.0)
+    ax.text(-0.2, y_k, "K cache", ha="right", va="center", fontsize=10, color=ROLES["cache"][1], fontweight="bold")
+    ax.text(-0.2, y_v, "V cache", ha="right", va="center", fontsize=10, color=ROLES["cache"][1], fontweight="bold")
+    ax.text(-0.2, y_q, "queries", ha="right", va="center", fontsize=10, color=NOTE)
+    ax.text(-0.2, y_tok, "tokens", ha="right", va="center", fontsize=10, color=NOTE)
+    ax.add_patch(FancyBboxPatch((xs[0] - 0.5, y_v - 0.4), xs[new - 1] - xs[0] + 1.0, y_k - y_v + 0.8,
+                                boxstyle="round,pad=0,rounding_size=0.15", facecolor="none",
+                                edgecolor=ROLES["cache"][1], lw=1.2, ls="--", zorder=1))
+    _note(ax, (xs[0] + xs[new - 1]) / 2, y_tok - 0.62, f"the cache (dashed): $k, v$ of positions 0..{new - 1}, "
+          "shape $(B, h, T_{past}, d_k)$, in every layer", color=ROLES["cache"][1], size=8.5)
+    _note(ax, xs[new] + 0.55, (y_k + y_v) / 2, "computed now\nand appended", color=ROLES["decoder"][1], size=8.5, ha="left")
+    _note(ax, xs[new] + 0.55, y_q, f"the only query computed:\nit reads all {n} keys,\ncached and its own",
+          color=ROLES["decoder"][1], size=8.5, ha="left")
+    _note(ax, (xs[0] + xs[new - 1]) / 2, y_q + 0.55, "past queries: never needed again, not kept", color="#999999", size=8.5)
+
+    t_past, t_new = 3, 2
+    ax2.set_title(f"{t_new} new queries after {t_past} cached keys:\ncausal_mask({t_new}, {t_past + t_new}) is bottom-right aligned",
+                  fontsize=11)
+    cell, x0, y0 = 1.0, 0.0, 3.2
+    for i in range(t_new):
+        for j in range(t_past + t_new):
+            allowed = j <= i + t_past
+            role = ("cache" if j < t_past else "decoder") if allowed else "ghost"
+            box(ax2, x0 + j * cell + 0.5, y0 - i * cell, 0.9, 0.9, "1" if allowed else "0", role, fontsize=11,
+                color=INK if allowed else "#aaaaaa")
+        ax2.text(x0 - 0.2, y0 - i * cell, f"$q_{t_past + i}$", ha="right", va="center", fontsize=11)
+    for j in range(t_past + t_new):
+        ax2.text(x0 + j * cell + 0.5, y0 + 0.75, f"$k_{j}$", ha="center", va="center", fontsize=11)
+    _note(ax2, x0 + t_past * cell / 2, y0 + 1.35, "cached", color=ROLES["cache"][1], size=9)
+    _note(ax2, x0 + t_past * cell + t_new * cell / 2, y0 + 1.35, "new", color=ROLES["decoder"][1], size=9)
+    _note(ax2, 2.5, 0.9, "query $i$ reads key $j$ when $j \\leq i + T_{past}$;\na top-left tril would hide cached keys",
+          size=9)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 11
+GROUP_COLOURS = ("#3d78b5", "#d9822b", "#4e9a3a", "#6a4fa3", "#c0392b", "#2f8080")
+
+
+def _heads_panel(ax: Axes, x0: float, n_heads: int, n_kv: int, title: str) -> None:
+    rep = n_heads // n_kv
+    hx = [x0 + 0.75 * i for i in range(n_heads)]
+    centre = (hx[0] + hx[-1]) / 2
+    kx = [centre + 0.75 * rep * (g - (n_kv - 1) / 2) for g in range(n_kv)]
+    for i, x in enumerate(hx):
+        colour = GROUP_COLOURS[i // rep]
+        ax.add_patch(FancyBboxPatch((x - 0.28, 4.7), 0.56, 0.56, boxstyle="round,pad=0,rounding_size=0.08",
+                                    facecolor="white", edgecolor=colour, lw=1.8, zorder=2))
+        ax.text(x, 4.98, f"{i}", ha="center", va="center", fontsize=9, zorder=3)
+        ax.plot([x, kx[i // rep]], [4.7, 3.35], color=colour, lw=1.3, zorder=1)
+    for g, x in enumerate(kx):
+        ax.add_patch(FancyBboxPatch((x - 0.3, 2.75), 0.6, 0.6, boxstyle="round,pad=0,rounding_size=0.08",
+                                    facecolor=GROUP_COLOURS[g], edgecolor=GROUP_COLOURS[g], alpha=0.85, zorder=2))
+        ax.text(x, 3.05, "abcdef"[g], ha="center", va="center", fontsize=10, color="white", fontweight="bold", zorder=3)
+    ax.text(centre, 6.1, title, ha="center", va="center", fontsize=10.5)
+    _note(ax, centre, 2.25, f"KV cache: {n_kv} head{'s' if n_kv > 1 else ''} ({n_kv}/{n_heads} of multi-head)", size=8.5)
+
+
+def gqa_groups(n_heads: int = 6, n_kv_heads: int = 2) -> Figure:
+    """Top: which key/value head each query head reads, for multi-head, grouped-query and
+    multi-query attention. Bottom: ``repeat_kv`` repeats each kv head in place (a a a b b b),
+    not in turn (a b a b a b)."""
+    fig, (ax,) = _canvas(1, (12.5, 5.6), (-0.6, 19.2), (-2.9, 6.7))
+    ax.text(-0.5, 4.98, "query heads", ha="left", va="center", fontsize=9, color=NOTE, rotation=90)
+    ax.text(-0.5, 3.05, "k, v heads", ha="left", va="center", fontsize=9, color=NOTE, rotation=90)
+    _heads_panel(ax, 0.5, n_heads, n_heads, f"multi-head ($H_{{kv}} = H = {n_heads}$)")
+    _heads_panel(ax, 7.0, n_heads, n_kv_heads, f"grouped-query ($H_{{kv}} = {n_kv_heads}$)")
+    _heads_panel(ax, 13.5, n_heads, 1, "multi-query ($H_{kv} = 1$)")
+    rep = n_heads // n_kv_heads
+
+    ax.plot([-0.4, 19.0], [1.6, 1.6], color="#dddddd", lw=1)
+    ax.text(0.0, 0.85, f"repeat_kv(k, n_rep={rep}):\nkv heads (a, b) become", ha="left", va="center", fontsize=10)
+    for row, (order, ok) in enumerate(((["abcdef"[i // rep] for i in range(n_heads)], True),
+                                       (["abcdef"[i % n_kv_heads] for i in range(n_heads)], False))):
+        y = 0.85 - 1.55 * row
+        for i, name in enumerate(order):
+            x = 5.4 + 0.75 * i
+            g = "abcdef".index(name)
+            ax.add_patch(FancyBboxPatch((x - 0.28, y - 0.28), 0.56, 0.56, boxstyle="round,pad=0,rounding_size=0.08",
+                                        facecolor=GROUP_COLOURS[g], edgecolor=GROUP_COLOURS[g], alpha=0.85, zorder=2))
+            ax.text(x, y, name, ha="center", va="center", fontsize=10, color="white", fontweight="bold", zorder=3)
+            ax.text(x, y - 0.5, f"{i}", ha="center", va="center", fontsize=7.5, color=NOTE)
+        verdict = (f"right: query heads 0..{rep - 1} read a, {rep}..{2 * rep - 1} read b (in place)" if ok else
+                   "wrong: query head 1 would read b, another group's keys (in turn)")
+        ax.text(5.4 + 0.75 * n_heads, y, ("✓  " if ok else "✗  ") + verdict, ha="left", va="center", fontsize=10,
+                color=GOOD if ok else BAD)
+    _note(ax, 5.4, -1.35, "(small numbers: the query head that reads each copy)", size=8, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def rope_pairings(head_dim: int = 8) -> Figure:
+    """The dimensions of one head and the pairs RoPE rotates together: (2i, 2i+1) in the
+    interleaved layout, (i, i + d/2) in the rotate-half layout; the same colour is the same
+    frequency, so the two layouts are one rotation with the dimensions listed in another order."""
+    half = head_dim // 2
+    fig, (ax,) = _canvas(1, (11.0, 4.4), (-5.3, 0.95 * head_dim + 3.4), (-1.9, 4.9))
+    colours = [plt.get_cmap("viridis")(0.1 + 0.75 * i / max(1, half - 1)) for i in range(half)]
+    xs = [0.5 + 0.95 * d for d in range(head_dim)]
+    rows = (("interleaved: pairs $(2i,\\ 2i+1)$", "notebook 06, RoFormer, llama.cpp",
+             [(2 * i, 2 * i + 1) for i in range(half)], 3.0, 1),
+            ("rotate-half: pairs $(i,\\ i + d/2)$", "Hugging Face Llama, SmolLM2, this notebook",
+             [(i, i + half) for i in range(half)], 0.2, -1))
+    for title, users, pairs, y, side in rows:
+        pair_of = {d: i for i, pair in enumerate(pairs) for d in pair}
+        for d, x in enumerate(xs):
+            ax.add_patch(FancyBboxPatch((x - 0.38, y - 0.32), 0.76, 0.64, boxstyle="round,pad=0,rounding_size=0.08",
+                                        facecolor=colours[pair_of[d]], edgecolor="white", alpha=0.9, zorder=2))
+            ax.text(x, y, f"{d}", ha="center", va="center", fontsize=10, color="white", fontweight="bold", zorder=3)
+        for i, (a, b) in enumerate(pairs):
+            height = 0.45 if b - a == 1 else 0.5 + 0.28 * i
+            ax.add_patch(Arc(((xs[a] + xs[b]) / 2, y + side * 0.32), xs[b] - xs[a], 2 * height,
+                             theta1=0 if side > 0 else 180, theta2=180 if side > 0 else 360, color=colours[i], lw=2,
+                             zorder=1.5))
+        ax.text(-5.1, y + 0.22, title, ha="left", va="center", fontsize=11)
+        ax.text(-5.1, y - 0.32, users, ha="left", va="center", fontsize=9, color=NOTE, style="italic")
+    lx = xs[-1] + 0.9
+    ax.text(lx, 2.3, "pair $i$ turns\nby $m\\,\\omega_i$:", ha="left", va="center", fontsize=9, color=NOTE)
+    for i in range(half):
+        ax.add_patch(FancyBboxPatch((lx, 1.45 - 0.45 * i - 0.15), 0.3, 0.3, boxstyle="round,pad=0,rounding_size=0.05",
+                                    facecolor=colours[i], edgecolor="none", zorder=2))
+        label = "fastest" if i == 0 else "slowest" if i == half - 1 else ""
+        ax.text(lx + 0.45, 1.45 - 0.45 * i, f"$i = {i}$  {label}", ha="left", va="center", fontsize=8.5, color=NOTE)
+    ax.text(xs[0] - 0.4, 4.35, f"the {head_dim} dimensions of one head; same colour = rotated together, "
+            "by the same angle ($\\omega_i = b^{-2i/d}$)", ha="left", va="center", fontsize=9, color=NOTE)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 12
+def moe_routing(choices: Sequence[int] = (0, 1, 0, 2, 1, 0), n_experts: int = 3, capacity_factor: float = 1.0) -> Figure:
+    """Top-1 routing of len(choices) tokens to ``n_experts`` experts with
+    capacity = ceil(capacity_factor * N * k / E) slots each: tokens are served in order, and an
+    assignment that finds its expert full is dropped (the token skips the FFN, the residual carries it)."""
+    n = len(choices)
+    capacity = math.ceil(capacity_factor * n * 1 / n_experts)
+    fig, (ax,) = _canvas(1, (10.5, 6.0), (-0.6, 11.9), (-0.9, n + 1.4))
+    ax.set_title(f"top-1 routing, $N = {n}$ tokens, $E = {n_experts}$ experts: capacity "
+                 f"$= \\lceil {capacity_factor:g} \\cdot N k / E \\rceil = {capacity}$ slots each", fontsize=11)
+    ys = [n - 0.2 - i for i in range(n)]
+    for i, y in enumerate(ys):
+        box(ax, 0.4, y, 0.9, 0.6, f"$x_{i + 1}$", "decoder", fontsize=11)
+        arrow(ax, (0.85, y), (2.05, y))
+    box(ax, 2.6, (ys[0] + ys[-1]) / 2, 1.1, ys[0] - ys[-1] + 0.9, "router\n$x W_r$\nsoftmax\ntop-1", "attention", fontsize=10)
+    ey = [ys[0] - 0.1 - 1.6 * e for e in range(n_experts)]
+    slot_w, ex = 1.0, 8.0
+    used = [0] * n_experts
+    for i, (y, e) in enumerate(zip(ys, choices)):
+        slot = used[e]
+        used[e] += 1
+        if slot < capacity:
+            sx = ex - (capacity - 1) * slot_w / 2 + slot * slot_w
+            sy = ey[e] - 0.15
+            arrow(ax, (3.15, y), (sx - 0.3, sy + 0.1 * (1 - 2 * slot) - 0.0), color=GROUP_COLOURS[e], lw=1.5)
+            box(ax, sx, sy, 0.8, 0.55, f"$x_{i + 1}$", "decoder", fontsize=10)
+        else:
+            arrow(ax, (3.15, y), (5.3, y), color=BAD, lw=1.5, ls="--")
+            ax.text(5.55, y, "✗", color=BAD, fontsize=16, ha="center", va="center", fontweight="bold")
+            _note(ax, 5.95, y, f"$x_{i + 1}$ chose expert {e + 1}, which is full: dropped.\nIt skips the FFN in this "
+                  "layer; the residual\nconnection carries it on unchanged.", color=BAD, size=9, ha="left")
+    for e, y in enumerate(ey):
+        face, edge = ROLES["ffn"]
+        ax.add_patch(FancyBboxPatch((ex - capacity * slot_w / 2 - 0.25, y - 0.55), capacity * slot_w + 0.5, 1.3,
+                                    boxstyle="round,pad=0,rounding_size=0.15", facecolor=face, edgecolor=edge, lw=1.5, zorder=1))
+        ax.text(ex, y + 0.48, f"expert {e + 1} (an FFN)", ha="center", va="center", fontsize=9.5, color=INK)
+        for slot in range(used[e], capacity):
+            sx = ex - (capacity - 1) * slot_w / 2 + slot * slot_w
+            box(ax, sx, y - 0.15, 0.8, 0.55, "empty", "ghost", fontsize=8, ls="--", color="#999999")
+    _note(ax, 6.5, -0.55, "slots are served in token order (with top-2: every first choice before any second choice);\n"
+          "the output of a kept token is $x + g\\,\\mathrm{FFN}_e(x)$", size=9)
+    fig.tight_layout()
+    return fig
