@@ -9,6 +9,10 @@ MISTAKES = [
             rejected_by=("test_scaled_scores",), replace=(("K.transpose(-2, -1)", "K.T"),)),
     Mistake(cell="scaled_scores", name="keys times queries: K Q^T", kind="logic",
             rejected_by=("test_scaled_scores",), replace=(("Q @ K.transpose(-2, -1)", "K @ Q.transpose(-2, -1)"),)),
+    # Transposes the caller's K in place; with X as both Q and K in the test, the notebook's global X stays
+    # transposed, which re-running the cells cannot undo: the harness gives the next candidate a fresh kernel.
+    Mistake(cell="scaled_scores", name="K.transpose_ in place (the caller's X transposed)", kind="structure",
+            rejected_by=("test_scaled_scores",), replace=(("K.transpose(-2, -1)", "K.transpose_(-2, -1)"),)),
     Mistake(cell="dot_product_variance", name="uniform instead of normal samples", kind="statistics",
             rejected_by=("test_dot_product_variance",), replace=(("torch.randn", "torch.rand"),)),
     Mistake(cell="dot_product_variance", name="scales by d instead of sqrt(d)", kind="logic",

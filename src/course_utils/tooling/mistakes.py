@@ -43,6 +43,9 @@ class Mistake:
     replace:     (old, new) text edits applied to the solution code, in order;
     source:      or the whole wrong answer, when an edit would be clumsy.
     kind:        the class of mistake, one of :data:`KINDS`.
+    fresh_kernel: the wrong answer changes notebook state that re-running its cells cannot
+                 restore (``K.transpose_()`` on a global ``X`` defined earlier); the harness
+                 starts a fresh kernel after it. A failed restore does the same on its own.
     """
 
     cell: str
@@ -51,6 +54,7 @@ class Mistake:
     replace: tuple[tuple[str, str], ...] = field(default=())
     source: str | None = None
     kind: str | None = None
+    fresh_kernel: bool = False
 
     def __post_init__(self) -> None:
         if self.kind is not None and self.kind not in KINDS:
@@ -89,6 +93,7 @@ class Accepted:
     replace / source: as for :class:`Mistake`.
     checked_by: grade_ids of the test cells that must pass (default: the first test cell
                 after the answer cell).
+    fresh_kernel: as for :class:`Mistake`.
     """
 
     cell: str
@@ -96,6 +101,7 @@ class Accepted:
     replace: tuple[tuple[str, str], ...] = field(default=())
     source: str | None = None
     checked_by: tuple[str, ...] = ()
+    fresh_kernel: bool = False
 
     def apply(self, solution: str) -> str:
         """The alternative answer (same rules as :meth:`Mistake.apply`)."""

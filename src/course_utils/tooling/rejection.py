@@ -6,6 +6,9 @@ then, for each mistake, the cells from the mistaken answer cell to the last test
 reject it are re-run with the wrong answer in place (so cells in between that use the answer see
 it, as they would in a student's notebook), the test cells that raise are recorded, and the same
 range is re-run with the right answer to restore the kernel, checking that the tests pass again.
+A wrong answer that changes state those cells cannot restore (a global defined earlier, changed in
+place) fails that check, or says so with ``fresh_kernel=True``: then a fresh kernel runs the
+solution again before the next candidate, so later candidates never see its damage.
 
 The real ``nbgrader autograde`` still grades the solutions, the blank release and one student
 holding a mistake in every exercise (:mod:`course_utils.tooling.democlass`).
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -71,10 +75,11 @@ def _error(cell: nbformat.NotebookNode) -> str | None:
 
 
 class _Kernel:
-    """One kernel running one notebook's cells on demand."""
+    """One kernel running one notebook's cells on demand (between :meth:`start` and :meth:`stop`)."""
 
     def __init__(self, nb: nbformat.NotebookNode, cwd: Path, timeout: int, assignment: str = "") -> None:
         self.nb = nb
+        self._open = ExitStack()
         self.checked = checker_enabled(assignment)
         self.timeout = timeout
         self.prelude = prelude_from_source(
@@ -85,6 +90,35 @@ class _Kernel:
             nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
             resources={"metadata": {"path": str(cwd)}},
         )
+        self.connection: dict | None = None  # set by attach(); else the kernel manager's
+
+    def start(self, solutions: dict[int, str], tests: set[str]) -> tuple[list[str], str]:
+        """Start the kernel and run the solution top to bottom: (test cells that failed, problem)."""
+        self._open.enter_context(self.client.setup_kernel())
+        failed: list[str] = []
+        for index in sorted(solutions):
+            error = self.run(index, solutions[index])
+            grade_id = nbgrader_meta(self.nb.cells[index]).get("grade_id")
+            if error and grade_id in tests:
+                failed.append(grade_id)
+            elif error:
+                return failed, f"cell {index} of the solution raised {error}"
+        return failed, ""
+
+    def attach(self, connection: dict) -> None:
+        """Use a kernel that has just run the solution notebook top to bottom (nbval's, in `make
+        test`) instead of starting one: the solution run is not repeated. Its owner stops it."""
+        from jupyter_client.asynchronous import AsyncKernelClient
+
+        client = AsyncKernelClient()
+        client.load_connection_info(connection)
+        client.start_channels()
+        self.client.kc = client
+        self.connection = connection
+        self._open.callback(client.stop_channels)
+
+    def stop(self) -> None:
+        self._open.close()
 
     def run(self, index: int, source: str) -> str | None:
         """Run ``source`` as cell ``index``; return the error (``"ename: evalue"``) or None."""
@@ -102,7 +136,8 @@ class _Kernel:
         if error or not is_test:
             return error
         # as in grading: the trusted checker runs the whole test cell against the kernel
-        result = check_cell(self.client.km.get_connection_info(), source, self.prelude, float(self.timeout))
+        connection = self.connection or self.client.km.get_connection_info()
+        result = check_cell(connection, source, self.prelude, float(self.timeout))
         return None if result.ok else f"{result.ename}: {result.evalue}"
 
 
@@ -113,11 +148,15 @@ def check_rejections(
     *,
     profile: str = "ci",
     timeout: int = 300,
+    running: dict | None = None,
 ) -> list[Rejection]:
     """Run the solution notebook of ``assignment`` once, then every mistake; one result each.
 
     The first result is the solution run (``mistake=None``): every test cell must pass.
     An :class:`Accepted` alternative in ``mistakes`` must pass the tests it is checked by.
+    ``running``: the connection info of a kernel that has just run the solution notebook top to
+    bottom without an error (nbval's in `make test`); the mistakes then run in it, and the
+    solution run is not repeated (its result is nbval's).
     """
     (path,) = notebook_paths(root, assignment)
     source_nb = read(path)
@@ -139,23 +178,30 @@ def check_rejections(
     try:
         shutil.copytree(path.parent, workdir, dirs_exist_ok=True)
         kernel = _Kernel(nb, workdir, timeout, assignment)
-        results: list[Rejection] = []
-        with kernel.client.setup_kernel():
-            failed = []
-            for index in sorted(solutions):
-                error = kernel.run(index, solutions[index])
-                grade_id = nbgrader_meta(nb.cells[index]).get("grade_id")
-                if error and grade_id in tests:
-                    failed.append(grade_id)
-                elif error:
-                    results.append(Rejection(assignment, None, (), f"cell {index} of the solution raised {error}"))
-                    return results
-            results.append(Rejection(assignment, None, tuple(failed)))
-            if failed:
+        try:
+            if running is not None:
+                kernel.attach(running)
+                failed, problem = [], ""
+            else:
+                failed, problem = kernel.start(solutions, tests)
+            results = [Rejection(assignment, None, () if problem else tuple(failed), problem)]
+            if failed or problem:
                 return results
             for mistake in mistakes:
-                results.append(_check_one(kernel, assignment, mistake, solutions, positions, tests))
-        return results
+                result, recovered = _check_one(kernel, assignment, mistake, solutions, positions, tests)
+                results.append(result)
+                if recovered and not mistake.fresh_kernel:
+                    continue
+                kernel.stop()  # its damage outlives its cells: the next candidate gets a fresh kernel
+                kernel = _Kernel(nb, workdir, timeout, assignment)
+                failed, problem = kernel.start(solutions, tests)
+                if failed or problem:
+                    results[-1] = Rejection(assignment, mistake, result.failed_tests,
+                                            f"the solution fails in the fresh kernel after it ({problem or failed})")
+                    return results
+            return results
+        finally:
+            kernel.stop()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         if previous is None:
@@ -171,7 +217,8 @@ def _check_one(
     solutions: dict[int, str],
     positions: dict[str, int],
     tests: set[str],
-) -> Rejection:
+) -> tuple[Rejection, bool]:
+    """The candidate's result, and whether re-running its cells with the right answer restored the kernel."""
     if isinstance(mistake, Accepted):
         checked = mistake.checked_by
         if not checked and mistake.cell in positions:  # the first test cell after the answer
@@ -181,31 +228,29 @@ def _check_one(
         checked = mistake.rejected_by
     unknown = [gid for gid in (mistake.cell, *checked) if gid not in positions]
     if unknown:
-        return Rejection(assignment, mistake, (), f"no cell with grade_id {unknown}")
+        return Rejection(assignment, mistake, (), f"no cell with grade_id {unknown}"), True
     if not checked:
-        return Rejection(assignment, mistake, (), "names no test cell")
+        return Rejection(assignment, mistake, (), "names no test cell"), True
     not_tests = [gid for gid in checked if gid not in tests]
     if not_tests:
-        return Rejection(assignment, mistake, (), f"{not_tests} are not test cells")
+        return Rejection(assignment, mistake, (), f"{not_tests} are not test cells"), True
     start = positions[mistake.cell]
     stop = max(positions[gid] for gid in checked)
     if stop < start:
-        return Rejection(assignment, mistake, (), "its tests come before the answer cell")
+        return Rejection(assignment, mistake, (), "its tests come before the answer cell"), True
     cells = [i for i in sorted(solutions) if start <= i <= stop]
     try:
         wrong = mistake.apply(solutions[start])
     except ValueError as error:
-        return Rejection(assignment, mistake, (), str(error))
+        return Rejection(assignment, mistake, (), str(error)), True
     failed = []
     for index in cells:
         error = kernel.run(index, wrong if index == start else solutions[index])
         grade_id = nbgrader_meta(kernel.nb.cells[index]).get("grade_id")
         if error and grade_id in tests:
             failed.append(grade_id)
-    still_failing = []
+    recovered = True
     for index in cells:  # restore the right answer and everything computed from it
-        error = kernel.run(index, solutions[index])
-        if error:
-            still_failing.append(f"cell {index}: {error}")
-    problem = f"the kernel did not recover with the right answer ({still_failing[0]})" if still_failing else ""
-    return Rejection(assignment, mistake, tuple(failed), problem)
+        if kernel.run(index, solutions[index]):
+            recovered = False  # state from before `start` was damaged: the caller starts a fresh kernel
+    return Rejection(assignment, mistake, tuple(failed)), recovered
