@@ -1,0 +1,109 @@
+"""The schematics of course_utils.diagrams: each draws its labelled parts, and each notebook
+that teaches the architecture calls its diagram in a code cell (no image pasted in)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import FancyBboxPatch  # noqa: E402
+
+from course_utils import diagrams  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+# diagram -> (keyword arguments, texts the figure must show)
+EXPECTED = {
+    "rnn_encoder_decoder": ({}, ["without attention", "with attention", "$c$", "bottleneck", "$h_1$", "$s_3$",
+                                "$c_3=\\sum_j a_{3j}\\,h_j$", "weights $a_{3j}$"]),
+    "post_ln_vs_pre_ln": ({}, ["post-LN", "pre-LN", "self-attention", "feed-forward", "LayerNorm", "final LayerNorm",
+                              "+", "residual stream"]),
+    "encoder_decoder": ({}, ["ENCODER", "DECODER", "cross-attention", "masked self-attention", "memory $M$",
+                            "keys and values", "queries", "linear + softmax"]),
+    "kv_cache": ({}, ["K cache", "V cache", "$k_0$", "$v_5$", "$q_5$", "computed now", "past queries",
+                     "causal_mask(2, 5)", "cached", "new"]),
+    "gqa_groups": ({}, ["multi-head", "grouped-query", "multi-query", "repeat_kv(k, n_rep=3)", "right:", "wrong:"]),
+    "rope_pairings": ({}, ["interleaved", "rotate-half", "notebook 06", "this notebook", "0", "7"]),
+    "moe_routing": ({}, ["router", "expert 1 (an FFN)", "expert 3 (an FFN)", "empty", "dropped", "✗",
+                        "capacity"]),
+}
+
+# notebook -> the diagrams it must draw in a code cell
+NOTEBOOKS = {
+    "01_rnn_bottleneck": ["rnn_encoder_decoder"],
+    "02_soft_attention": ["rnn_encoder_decoder"],
+    "07_transformer_block": ["post_ln_vs_pre_ln"],
+    "08_encoder_decoder": ["encoder_decoder"],
+    "10_gpt": ["kv_cache"],
+    "11_modern_lm": ["gqa_groups", "rope_pairings"],
+    "12_vit_moe": ["moe_routing"],
+}
+
+
+def _texts(fig: Figure) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in [ax.title, *ax.texts]]
+
+
+def test_every_public_diagram_is_tested_and_shown_somewhere():
+    drawn = {name for names in NOTEBOOKS.values() for name in names}
+    public = {name for name in diagrams.__all__ if name not in ("ROLES", "box", "arrow")}
+    assert set(EXPECTED) == public == drawn
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_diagram_draws_its_labelled_parts(name):
+    kwargs, labels = EXPECTED[name]
+    fig = getattr(diagrams, name)(**kwargs)
+    try:
+        assert isinstance(fig, Figure)
+        texts = _texts(fig)
+        joined = "\n".join(texts)
+        missing = [label for label in labels if label not in texts and label not in joined]
+        assert not missing, f"{name}() does not show {missing}"
+        boxes = [p for ax in fig.axes for p in ax.patches if isinstance(p, FancyBboxPatch)]
+        assert len(boxes) >= 5, f"{name}() draws {len(boxes)} boxes"
+    finally:
+        plt.close(fig)
+
+
+def test_rnn_diagram_without_attention_has_one_panel():
+    fig = diagrams.rnn_encoder_decoder(attention=False)
+    try:
+        assert len(fig.axes) == 1
+        assert "bottleneck" in "\n".join(_texts(fig))
+        assert not any("with attention" in t for t in _texts(fig))
+    finally:
+        plt.close(fig)
+
+
+def test_moe_diagram_drops_what_exceeds_the_capacity():
+    fig = diagrams.moe_routing(choices=(0, 0, 0, 1), n_experts=2, capacity_factor=1.0)   # capacity 2: token 3 dropped
+    try:
+        texts = "\n".join(_texts(fig))
+        assert "$x_3$ chose expert 1, which is full" in texts
+        assert texts.count("empty") == 1                         # expert 2 got one of its two slots
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("assignment", sorted(NOTEBOOKS))
+def test_notebook_draws_its_diagram_in_a_code_cell(assignment):
+    nb = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
+    for name in NOTEBOOKS[assignment]:
+        calls = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+                 and re.search(rf"\b{name}\(", "".join(c["source"]))]
+        assert calls, f"solutions/{assignment} has no code cell that calls course_utils.diagrams.{name}()"
+        cell = nb["cells"][calls[0]]
+        assert not cell["metadata"].get("nbgrader", {}).get("grade"), "a diagram is not a graded cell"
+        before = "".join(nb["cells"][calls[0] - 1]["source"])
+        assert nb["cells"][calls[0] - 1]["cell_type"] == "markdown" and before.strip(), (
+            f"{assignment}: the markdown before {name}() tells the reader what to look at")
+    pasted = [i for i, c in enumerate(nb["cells"]) if c.get("attachments") or "data:image" in "".join(c["source"])]
+    assert not pasted, f"{assignment}: cells {pasted} paste images; draw them with course_utils.diagrams"
