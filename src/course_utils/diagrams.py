@@ -127,7 +127,7 @@ def rnn_encoder_decoder(attention: bool = True) -> Figure:
     """Notebook 01's encoder-decoder, whose decoder sees one context vector c at every step
     (the bottleneck); with ``attention=True`` a second panel: notebook 02's decoder, which mixes
     a new context c_t from all encoder states at every step."""
-    fig, axes = _canvas(2 if attention else 1, (13.5, 4.8) if attention else (7.0, 4.8), (-0.2, 12.2), (-0.8, 6.5))
+    fig, axes = _canvas(2 if attention else 1, (13.5, 4.6) if attention else (7.0, 4.6), (-0.2, 12.2), (-0.6, 6.4))
     enc_x, dec_x, y_enc, y_dec = [0.8, 2.1, 3.4, 4.7], [7.4, 8.7, 10.0, 11.3], 1.7, 4.2
     violet = ROLES["attention"][1]
 
@@ -153,7 +153,7 @@ def rnn_encoder_decoder(attention: bool = True) -> Figure:
         for j, (x, a) in enumerate(zip(enc_x, weights), 1):
             arrow(ax, (x + 0.1, y_enc + 0.36), (cx - 0.96, cy - 0.3 + 0.12 * j), color=violet, lw=0.8 + 6 * a,
                   rad=-0.25 + 0.04 * j)
-            ax.text(x - 0.22, y_enc + 0.58, f"{a:.2f}", ha="center", va="center", fontsize=8, color=violet)
+            ax.text(x - 0.25, y_enc + 0.55, f"{a:.2f}", ha="center", va="center", fontsize=8, color=violet)
         _note(ax, 0.9, 2.75, "weights $a_{3j}$", color=violet, size=8.5)
         arrow(ax, (cx + 0.6, cy + 0.38), (dec_x[2] - 0.15, y_dec - 0.36), color=violet, lw=2)
         arrow(ax, (dec_x[1] - 0.1, y_dec - 0.36), (cx - 0.3, cy + 0.38), color=NOTE, lw=1.1, ls="--")
