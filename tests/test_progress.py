@@ -44,3 +44,39 @@ def test_a_training_loop_writes_nothing_in_ci(monkeypatch, capsys):
     assert len(history["train_batch"]) == 3 and history["steps"] == [0, 2, 3]
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
+
+
+def test_live_curve_draws_nothing_in_ci(monkeypatch):
+    from course_utils import progress as progress_module
+
+    monkeypatch.setenv("COURSE_PROFILE", "ci")
+    monkeypatch.setattr(progress_module, "_in_kernel", lambda: True)
+    curve = progress_module.LiveCurve()
+    curve.add("training", 1, 2.0)
+    curve.close()
+    assert not curve.enabled and curve.series == {}
+
+
+def test_live_curve_updates_one_display_in_a_kernel(monkeypatch):
+    import IPython.display
+
+    from course_utils import progress as progress_module
+
+    class Handle:
+        updates = 0
+
+        def update(self, figure):
+            Handle.updates += 1
+
+    shown = []
+    monkeypatch.setenv("COURSE_PROFILE", "cpu")
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setattr(progress_module, "_in_kernel", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda figure, display_id: shown.append(figure) or Handle())
+    curve = progress_module.LiveCurve(title="t", every=0.0)
+    for step in range(3):
+        curve.add("training", step, 1.0 / (step + 1))
+    curve.add("validation", 2, 0.5)
+    curve.close()
+    assert len(shown) == 1 and Handle.updates == 5
+    assert curve.series["training"] == ([0.0, 1.0, 2.0], [1.0, 0.5, 1 / 3])

@@ -8,17 +8,21 @@ while it autogrades or validates (and the sandbox passes on to the kernel)::
 
     for batch in progress(loader, total=steps, desc="training"):
         ...
+
+Where the lesson is the curve, :class:`LiveCurve` redraws a loss curve in place while the loop
+runs (as d2l's ``Animator`` does), under the same policy.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Iterable, TypeVar
 
 from course_utils.profiles import get_profile
 
-__all__ = ["progress", "progress_enabled"]
+__all__ = ["progress", "progress_enabled", "LiveCurve"]
 
 T = TypeVar("T")
 
@@ -49,3 +53,56 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
             return text_bar(iterable, total=total, desc=desc, file=sys.stdout)
     from tqdm.auto import tqdm
     return tqdm(iterable, total=total, desc=desc)
+
+
+class LiveCurve:
+    """Named series of points, redrawn in place in one figure while a loop runs::
+
+        curve = LiveCurve(title="pretraining", ylabel="loss")
+        for step in progress(range(steps)):
+            ...
+            curve.add("training", step, loss.item())
+        curve.close()
+
+    It draws only where bars show (:func:`progress_enabled`) and in a Jupyter kernel; elsewhere
+    ``add`` does nothing, and the notebook's own figure after the loop stays the record. It redraws
+    at most once every ``every`` seconds; ``close`` draws the final state.
+    """
+
+    def __init__(self, *, title: str = "", xlabel: str = "step", ylabel: str = "loss", every: float = 2.0) -> None:
+        self.enabled = progress_enabled() and _in_kernel()
+        self.series: dict[str, tuple[list[float], list[float]]] = {}
+        self._labels = {"title": title, "xlabel": xlabel, "ylabel": ylabel}
+        self._every, self._drawn_at = every, 0.0
+        self._figure = self._axes = self._handle = None
+
+    def add(self, name: str, x: float, y: float) -> None:
+        """Append the point ``(x, y)`` to series ``name``; redraw when ``every`` seconds have passed."""
+        if not self.enabled:
+            return
+        xs, ys = self.series.setdefault(name, ([], []))
+        xs.append(float(x))
+        ys.append(float(y))
+        if time.perf_counter() - self._drawn_at >= self._every:
+            self._draw()
+
+    def close(self) -> None:
+        """Draw the last points (the figure stays in the cell's output)."""
+        if self.enabled and self.series:
+            self._draw()
+
+    def _draw(self) -> None:
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        if self._figure is None:
+            self._figure, self._axes = plt.subplots(figsize=(7, 3.5))
+            plt.close(self._figure)  # shown through its display handle only, not again at the end of the cell
+            self._handle = display(self._figure, display_id=True)
+        self._axes.clear()
+        for name, (xs, ys) in self.series.items():
+            self._axes.plot(xs, ys, "o-" if len(xs) <= 20 else "-", label=name)
+        self._axes.set(**self._labels)
+        self._axes.legend(loc="upper right")
+        self._handle.update(self._figure)
+        self._drawn_at = time.perf_counter()
