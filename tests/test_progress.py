@@ -80,3 +80,17 @@ def test_live_curve_updates_one_display_in_a_kernel(monkeypatch):
     curve.close()
     assert len(shown) == 1 and Handle.updates == 5
     assert curve.series["training"] == ([0.0, 1.0, 2.0], [1.0, 0.5, 1 / 3])
+
+
+def test_a_loop_left_early_ends_as_a_finished_bar(monkeypatch):
+    monkeypatch.setenv("COURSE_PROFILE", "cpu")
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    bar = progress(range(10), desc="training")
+    for step in bar:
+        if step == 3:
+            break  # a time budget spent
+    del step
+    import gc
+
+    gc.collect()
+    assert bar.n == 4 and bar.total == 4

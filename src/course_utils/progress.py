@@ -15,6 +15,7 @@ runs (as d2l's ``Animator`` does), under the same policy.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -50,9 +51,35 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
             import ipywidgets  # noqa: F401 - tqdm.auto needs it for the widget
         except ImportError:
             from tqdm.std import tqdm as text_bar
-            return text_bar(iterable, total=total, desc=desc, file=sys.stdout)
+            return _finishing(text_bar)(iterable, total=total, desc=desc, file=sys.stdout)
     from tqdm.auto import tqdm
-    return tqdm(iterable, total=total, desc=desc)
+    return _finishing(tqdm)(iterable, total=total, desc=desc)
+
+
+@functools.cache
+def _finishing(bar: type) -> type:
+    """``bar`` (a tqdm class) whose loop, left early (a time budget spent, a ``break``), ends as a
+    finished bar at the count reached, not as tqdm's red error bar."""
+
+    class Finishing(bar):  # type: ignore[misc, valid-type]
+        def __iter__(self):
+            try:
+                for item in self.iterable:
+                    try:
+                        yield item
+                    except GeneratorExit:
+                        self.update()  # the loop was left during this item: it was reached
+                        raise
+                    self.update()
+            finally:
+                if self.total and self.n < self.total:
+                    self.total = self.n
+                    container = getattr(self, "container", None)  # the widget: its bar ends full too
+                    if container is not None:
+                        container.children[1].max = max(self.n, 1)
+                self.close()
+
+    return Finishing
 
 
 class LiveCurve:
