@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from course_utils.gpt import (
-    GPT, GPTClassifier, GPTConfig, KVCache, apply_temperature, bigram_log_probs, bigram_loss, encode_padded,
-    generate, generation_speed, gpt2_init_, last_token_pool, lm_batch, top_k_filter, top_p_filter, train_lm,
-    training_speed,
+    GPT, GPTClassifier, GPTConfig, KVCache, apply_temperature, bigram_log_probs, bigram_loss, continuation_log_likelihood,
+    encode_padded, generate, generation_speed, gpt2_init_, last_token_pool, lm_batch, lm_train_step, top_k_filter,
+    top_p_filter, train_lm, training_speed, warmup_cosine,
 )
 from course_utils.corpus import CharTokenizer
 
@@ -273,6 +273,52 @@ def test_train_lm_reduces_loss_on_a_periodic_stream():
     assert h["steps"] == [0, 30, 60] and len(h["train_batch"]) == 60
     assert h["val"][-1] < 0.5 * h["val"][0]
     assert h["tokens_per_s"] > 0
+
+
+def test_train_lm_calls_the_step_it_is_given_with_a_schedule_that_moves():
+    """``step_fn`` does every update; the scheduler it receives sets warm-up then cosine decay (what
+    the loop set by hand before: lr * warmup_cosine(step))."""
+    torch.manual_seed(0)
+    data = torch.arange(40).repeat(20) % 7
+    m = GPT(GPTConfig(vocab_size=7, block_size=8, n_layer=1, n_head=2, d_model=16))
+    calls = []
+
+    def step(model, x, y, optimizer, scheduler, max_norm):
+        calls.append((x.shape, max_norm, optimizer.param_groups[0]["lr"]))
+        return lm_train_step(model, x, y, optimizer, scheduler, max_norm)
+
+    h = train_lm(m, data, data, steps=6, batch_size=4, lr=1e-2, warmup=2, max_norm=0.5, eval_every=6, eval_batches=1,
+                 step_fn=step)
+    assert [c[:2] for c in calls] == [((4, 8), 0.5)] * 6
+    assert h["lr"] == [c[2] for c in calls] == pytest.approx([1e-2 * warmup_cosine(s, 2, 6) for s in range(6)])
+    assert h["lr"][:2] == pytest.approx([5e-3, 1e-2]) and h["lr"][-1] < h["lr"][2]
+    assert all(isinstance(v, float) for v in h["train_batch"])
+
+
+def test_lm_train_step_clips_before_the_step_and_returns_the_loss_before_it():
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=7, block_size=8, n_layer=1, n_head=2, d_model=16, dropout=0.0)).eval()
+    opt = torch.optim.SGD(m.parameters(), lr=1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5 ** s)
+    x, y = torch.randint(0, 7, (3, 8)), torch.randint(0, 7, (3, 8))
+    before = [p.detach().clone() for p in m.parameters()]
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(m(x).reshape(-1, 7), y.reshape(-1)).item()
+    loss = lm_train_step(m, x, y, opt, sched, max_norm=1e-3)
+    assert isinstance(loss, float) and loss == pytest.approx(expected, rel=1e-5)
+    assert m.training and opt.param_groups[0]["lr"] == 0.5
+    moved = torch.sqrt(sum(((p.detach() - b) ** 2).sum() for p, b in zip(m.parameters(), before)))
+    assert moved.item() == pytest.approx(1e-3, rel=1e-3)  # SGD at lr 1 moves by the clipped gradient: norm max_norm
+
+
+def test_continuation_log_likelihood_is_the_sum_of_next_token_log_probs():
+    m = small_model(vocab_size=7, block_size=12)
+    prompt, cont = torch.randint(0, 7, (2, 5)), torch.randint(0, 7, (2, 3))
+    got = continuation_log_likelihood(m, prompt, cont)
+    ids = torch.cat([prompt, cont], 1)
+    logp = torch.log_softmax(m(ids), -1)
+    expected = sum(logp[:, 4 + i].gather(-1, cont[:, i:i + 1]).squeeze(-1) for i in range(3))
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_last_token_pool_and_classifier():

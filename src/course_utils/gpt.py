@@ -13,7 +13,9 @@ V vocab_size. Masks follow :mod:`course_utils.masking` (boolean, True = allowed)
   projections 0.02 / sqrt(2 n_layer)).
 - sampling: :func:`apply_temperature`, :func:`top_k_filter`, :func:`top_p_filter`, :func:`generate`.
 - training: :func:`lm_batch` (input/target shift), :func:`bigram_log_probs` / :func:`bigram_loss`
-  (the baseline), :func:`estimate_loss`, :func:`train_lm`.
+  (the baseline), :func:`estimate_loss`, :func:`lm_train_step` (one optimisation step; notebook 10's
+  exercise writes its own), :func:`train_lm` (the loop, which takes any such step as ``step_fn``).
+- prompting: :func:`continuation_log_likelihood` (how likely a continuation is after a prompt).
 - classification: :func:`last_token_pool`, :class:`GPTClassifier`, :func:`encode_padded`.
 - benchmarks: :func:`generation_speed`, :func:`training_speed`.
 """
@@ -24,7 +26,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -40,7 +42,8 @@ from course_utils.progress import progress
 __all__ = [
     "GPTConfig", "KVCache", "CausalSelfAttention", "Block", "GPT", "gpt2_init_",
     "apply_temperature", "top_k_filter", "top_p_filter", "generate",
-    "lm_batch", "bigram_log_probs", "bigram_loss", "estimate_loss", "train_lm",
+    "lm_batch", "bigram_log_probs", "bigram_loss", "estimate_loss", "lm_train_step", "warmup_cosine", "train_lm",
+    "continuation_log_likelihood",
     "last_token_pool", "GPTClassifier", "encode_padded",
     "generation_speed", "training_speed",
 ]
@@ -347,6 +350,35 @@ def estimate_loss(model: GPT, data: torch.Tensor, batches: int = 20, batch_size:
     return total / batches
 
 
+def lm_train_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, optimizer: torch.optim.Optimizer,
+                  scheduler: torch.optim.lr_scheduler.LRScheduler, max_norm: float = 1.0) -> float:
+    """One optimisation step on a batch ``x, y (B, T)`` of a model returning logits ``(B, T, V)``:
+    train mode, forward, mean cross-entropy, zero_grad, backward, clip the gradients' global norm
+    to ``max_norm``, optimizer step, scheduler step. Returns the batch loss as a Python float."""
+    model.train()
+    logits = model(x)  # (B, T, V)
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    scheduler.step()
+    return loss.item()
+
+
+def warmup_cosine(step: int, warmup: int, steps: int) -> float:
+    """Learning-rate factor at ``step``: linear warm-up over ``warmup`` steps to 1, then a cosine
+    decay to 0.1 at ``steps`` (multiply the peak learning rate by it; a ``LambdaLR`` does)."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+StepFn = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, float],
+                  float]
+
+
 def train_lm(
     model: GPT,
     train_data: torch.Tensor,
@@ -357,27 +389,29 @@ def train_lm(
     lr: float = 1e-3,
     warmup: int = 100,
     weight_decay: float = 0.1,
+    max_norm: float = 1.0,
     eval_every: int = 100,
     eval_batches: int = 10,
     seed: int = 0,
     device: torch.device | str = "cpu",
+    step_fn: StepFn | None = None,
 ) -> dict:
-    """AdamW with linear warm-up and cosine decay to lr/10. Returns a dict with ``steps`` (where
-    losses were evaluated), ``train`` and ``val`` losses there, ``train_batch`` (every step's loss),
-    ``seconds`` and ``tokens_per_s`` (training tokens per second, evaluation excluded)."""
+    """AdamW with linear warm-up and cosine decay to lr/10 (a ``LambdaLR`` of :func:`warmup_cosine`).
+
+    Each step draws a batch and calls ``step_fn(model, x, y, optimizer, scheduler, max_norm)``, which
+    must do the whole update (scheduler step included) and return the batch loss as a float; the
+    default is :func:`lm_train_step`. Returns a dict with ``steps`` (where losses were evaluated),
+    ``train`` and ``val`` losses there, ``train_batch`` (every step's loss), ``lr`` (every step's
+    learning rate), ``seconds`` and ``tokens_per_s`` (training tokens per second, evaluation excluded)."""
+    step_fn = lm_train_step if step_fn is None else step_fn
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     optimiser = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
-
-    def lr_at(step: int) -> float:
-        if step < warmup:
-            return lr * (step + 1) / warmup
-        progress = (step - warmup) / max(1, steps - warmup)
-        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: warmup_cosine(step, warmup, steps))
 
     gen = torch.Generator().manual_seed(seed)
-    history: dict = {"steps": [], "train": [], "val": [], "train_batch": []}
+    history: dict = {"steps": [], "train": [], "val": [], "train_batch": [], "lr": []}
     T = model.config.block_size
     train_seconds = 0.0
     model.train()
@@ -389,20 +423,28 @@ def train_lm(
         if step == steps:
             continue  # the last round only evaluates (continue, not break: the bar ends full)
         start = time.perf_counter()
-        for group in optimiser.param_groups:
-            group["lr"] = lr_at(step)
         x, y = lm_batch(train_data, T, batch_size, gen, device)
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
-        history["train_batch"].append(loss.item())
+        history["lr"].append(optimiser.param_groups[0]["lr"])
+        history["train_batch"].append(float(step_fn(model, x, y, optimiser, scheduler, max_norm)))
         train_seconds += time.perf_counter() - start
     history["seconds"] = train_seconds
     history["tokens_per_s"] = steps * batch_size * T / max(train_seconds, 1e-9)
     return history
+
+
+@torch.no_grad()
+def continuation_log_likelihood(model: GPT, prompt: torch.Tensor, continuation: torch.Tensor) -> torch.Tensor:
+    """``log p(continuation | prompt)``, summed over the continuation's tokens (natural log), in
+    evaluation mode: ``prompt (B, P)`` with ``P >= 1``, ``continuation (B, C)``, ``P + C <= block_size + 1``
+    -> ``(B,)``."""
+    was_training = model.training
+    model.eval()
+    ids = torch.cat([prompt, continuation], dim=1)  # (B, P + C)
+    log_probs = torch.log_softmax(model(ids[:, :-1]).float(), dim=-1)  # (B, P + C - 1, V): position t predicts t + 1
+    C = continuation.size(1)
+    picked = log_probs[:, -C:].gather(-1, continuation[..., None]).squeeze(-1)  # (B, C)
+    model.train(was_training)
+    return picked.sum(dim=-1)
 
 
 # --------------------------------------------------------------------------- classification
