@@ -10,7 +10,7 @@ exceptions a test expects are named in the prose itself.
 
 Value checks (``check``, ``check_close``, ``check_scalar``, ``check_type``) and ``substitute``
 state no rule of their own; a plain ``check`` does when it reads ``.training`` (mode), calls
-``torch.is_grad_enabled`` (no-grad), compares a ``.dtype`` or says "in place" in its message. Notebooks are parsed, never executed: the whole file takes about a second.
+``torch.is_grad_enabled`` (no-grad), compares a ``.dtype`` or says an argument was changed "in place". Notebooks are parsed, never executed: the whole file takes about a second.
 """
 
 from __future__ import annotations
@@ -60,6 +60,11 @@ HELPER_RULES = {
     "check_raises": "error",
     "check_shape": "shape",
 }
+
+
+# a test's message about an argument written in place ("changed its input x in place"), not advice to
+# work in place ("initialise the existing parameters in place")
+CHANGED_IN_PLACE = re.compile(r"\b(chang|modif|updat|overwr)\w*\b[^.]*\bin place")
 
 
 @dataclass
@@ -117,7 +122,7 @@ def required(test_source: str) -> tuple[set[str], set[str]]:
         if isinstance(node, ast.Compare) and any(isinstance(n, ast.Attribute) and n.attr == "dtype"
                                                  for n in (node.left, *node.comparators)):
             rules.add("dtype")   # check(out.dtype == torch.float64, ...)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "in place" in node.value:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and CHANGED_IN_PLACE.search(node.value):
             rules.add("in_place")   # check(torch.equal(x, x_before), "... changed x in place")
         if not isinstance(node, ast.Call) or _name(node.func) not in HELPER_RULES:
             continue
