@@ -56,13 +56,13 @@ execute: setup
 	$(BIN)/course execute
 
 # One run: tests handed out one at a time, longest first (tests/conftest.py orders them by their
-# recorded durations), so the workers finish together. Every solution notebook runs top to bottom
-# in tests/test_mistakes.py (its solution run, before the mistakes), the property nbval proved in a
-# second stage; `pytest --nbval-lax --nbval-kernel-name attention-course solutions/NN_name` stays
-# the notebook author's tool (-p no:nbval: the plugin's imports cost seconds per process).
+# recorded durations), so the workers finish together. nbval runs every solution notebook top to
+# bottom on the course kernel (`--nbval-lax`: a cell that raises fails); each notebook's kernel
+# is then handed to its case in tests/test_mistakes.py, which runs the curated mistakes in it, so
+# no notebook runs twice (one xdist group per notebook: `--dist loadgroup`).
 test: setup
-	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist load --maxschedchunk 1 \
-		-p no:nbval --durations=25 tests
+	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder \
+		--nbval-lax --nbval-kernel-name attention-course --durations=25 tests solutions
 
 # unit tests only: seconds
 test-fast: setup

@@ -1,8 +1,9 @@
 """Shared fixtures. Every test runs in the `ci` profile on the CPU.
 
 Longest tests first: the tests are ordered by their expected duration, longest first (by
-module, see ``pytest_collection_modifyitems``), so that ``pytest -n 2 --maxschedchunk 1``
-(``make test``) hands them out one at a time, the long ones first, and both workers finish
+module, see ``pytest_collection_modifyitems``), so that ``pytest -n 2 --dist loadgroup``
+(``make test``) hands them out one at a time (a solution notebook's nbval cells and its
+mistakes as one unit), the long ones first, and both workers finish
 together instead of one running a long test alone at the end. The expected durations are the last measured ones
 (pytest's cache), else ``tests/durations.json`` (committed; refresh it with
 ``COURSE_RECORD_DURATIONS=1 make test``), else those of the same test with other parameters
@@ -21,8 +22,8 @@ import pytest
 
 # jsonschema (through nbformat) builds an RFC 3987 grammar at import, 2-5 s of every test
 # process, when rfc3987_syntax is installed, for a string format no notebook schema uses (see
-# course_utils.tooling.nbgrader_runner). Loaded plugins import nbformat before this file: make
-# test runs with -p no:nbval.
+# course_utils.tooling.nbgrader_runner). Loaded plugins (nbval) import nbformat before this
+# file, so in `make test` the guard comes too late for the test process itself.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 os.environ.setdefault("COURSE_PROFILE", "ci")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -81,22 +82,103 @@ def pytest_configure_node(node) -> None:
     node.workerinput[CACHE_KEY] = _known_durations(node.config)
 
 
-@pytest.hookimpl(trylast=True)
+# ----------------------------------------------------------------------------- nbval, then the mistakes
+# `make test` runs `pytest --nbval-lax` over solutions/: one kernel per notebook runs it top to
+# bottom. That kernel is then handed to the notebook's test_mistakes case, which runs the curated
+# mistakes in it instead of running the solution a second time. Both go to the same xdist worker,
+# one after the other (an xdist_group per notebook, `--dist loadgroup`).
+
+MISTAKES = "tests/test_mistakes.py::test_every_curated_mistake_is_rejected_and_every_right_answer_accepted"
+_handed: dict[str, object] = {}  # assignment -> nbval's RunningKernel, after its last cell passed
+_cells_failed: set[str] = set()
+_nbval_notebooks: set[str] = set()  # solution notebooks whose nbval cells this process collected
+
+
+def _notebook_of(item: pytest.Item) -> str | None:
+    """The assignment whose solution notebook this nbval cell belongs to, or the assignment of a
+    test_mistakes case; None for every other test."""
+    if item.nodeid.split("@")[0].startswith(MISTAKES + "["):
+        return item.callspec.params["assignment"]  # type: ignore[attr-defined]
+    path = Path(str(item.path))
+    if path.suffix == ".ipynb" and path.parent.parent == ROOT / "solutions":
+        return path.parent.name
+    return None
+
+
+def take_nbval_kernel(assignment: str):
+    """nbval's kernel that has just run the solution of ``assignment`` without an error, or None
+    (nbval did not run it here, or a cell failed). The caller stops it."""
+    kernel = _handed.pop(assignment, None)
+    if kernel is None and assignment in _nbval_notebooks and assignment not in _cells_failed:
+        raise AssertionError(f"nbval ran {assignment} on this worker, but its kernel was not handed over")
+    return kernel
+
+
+try:
+    from nbval.plugin import IPyNbCell, IPyNbFile
+except ImportError:  # -p no:nbval, or nbval not installed: test_mistakes starts its own kernels
+    IPyNbFile = IPyNbCell = None
+else:
+    _nbval_teardown = IPyNbFile.teardown
+
+    def _teardown_handing_over(self) -> None:
+        name = Path(str(self.path)).parent.name
+        kernel = getattr(self, "kernel", None)
+        if (self.config.getoption("nbval_lax", False) and Path(str(self.path)).parent.parent == ROOT / "solutions"
+                and name not in _cells_failed and kernel is not None and kernel.is_alive()):
+            _handed[name], self.kernel = kernel, None
+        _nbval_teardown(self)
+
+    IPyNbFile.teardown = _teardown_handing_over
+
+
+def _set_nodeid(item: pytest.Item, nodeid: str) -> None:
+    """What xdist's own ``xdist_group`` marker does (``item._nodeid = ...``), which pytest 9 no
+    longer reads: its node ids live in ``item._id``."""
+    try:
+        from _pytest.nodes import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)  # type: ignore[attr-defined]
+    except ImportError:  # pytest < 9
+        item._nodeid = nodeid  # type: ignore[attr-defined]
+
+
+def _has_nbval_cells(items: list[pytest.Item]) -> bool:
+    return IPyNbFile is not None and any(isinstance(item, IPyNbCell) for item in items)
+
+
+# ----------------------------------------------------------------------------- longest first
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules whose longest test is longest first, and within a module its longest tests first.
     A module's tests stay together: module-scoped fixtures (a PostgreSQL server, a wheel, model
-    weights) are set up once per worker visit, not once per test."""
-    expected = expected_durations([item.nodeid for item in items], _known_durations(config))
+    weights) are set up once per worker visit, not once per test.
+
+    With nbval's cells collected, a solution notebook's cells and its mistakes case are one unit
+    (an xdist group; expected time: the mistakes case's), cells in order, the mistakes last."""
+    expected = expected_durations([item.nodeid.split("@")[0] for item in items], _known_durations(config))
+    grouped = _has_nbval_cells(items)
+
+    def unit(item: pytest.Item) -> str:
+        name = _notebook_of(item) if grouped else None
+        return f"notebook-{name}" if name else item.nodeid.split("::", 1)[0]
+
     longest: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
-        module = item.nodeid.split("::", 1)[0]
-        longest[module] = max(longest.get(module, 0.0), expected[item.nodeid])
-        first.setdefault(module, index)
+        longest[unit(item)] = max(longest.get(unit(item), 0.0), expected[item.nodeid.split("@")[0]])
+        first.setdefault(unit(item), index)
+        if isinstance(item, IPyNbCell if IPyNbFile is not None else ()):
+            _nbval_notebooks.add(unit(item).removeprefix("notebook-"))
+        if unit(item).startswith("notebook-") and getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:
+            _set_nodeid(item, f"{item.nodeid}@{unit(item)}")
 
     def key(item: pytest.Item) -> tuple[float, int, float]:
-        module = item.nodeid.split("::", 1)[0]
-        return (-longest[module], first[module], -expected[item.nodeid])
+        if unit(item).startswith("notebook-"):  # nbval's cells in order, then the mistakes
+            return (-longest[unit(item)], first[unit(item)], 1.0 if item.nodeid.startswith(MISTAKES) else 0.0)
+        return (-longest[unit(item)], first[unit(item)], -expected[item.nodeid.split("@")[0]])
 
     items.sort(key=key)  # stable: equal keys keep pytest's order, and every xdist worker sorts alike
 
@@ -105,11 +187,17 @@ _measured: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed and ".ipynb::" in report.nodeid:
+        _cells_failed.add(Path(report.nodeid.split("::", 1)[0]).parent.name)
     if report.passed or report.failed:
-        _measured[report.nodeid] = _measured.get(report.nodeid, 0.0) + report.duration
+        report_id = report.nodeid.split("@")[0]  # without its xdist group
+        _measured[report_id] = _measured.get(report_id, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    for kernel in _handed.values():  # handed over, but no mistakes case took it (deselected)
+        kernel.stop()
+    _handed.clear()
     config = session.config
     if hasattr(config, "workerinput") or not _measured:  # an xdist worker: the controller records
         return

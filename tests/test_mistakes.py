@@ -1,8 +1,9 @@
 """Every curated mistake is rejected by the test cells it names (one kernel per notebook).
 
-The kernel first runs the solution notebook top to bottom in the ci profile, and any cell that
-raises fails the test: this is also the suite's proof that every solution notebook runs
-(what nbval over solutions/ proved in a second pass of the same notebooks).
+`make test` runs `pytest --nbval-lax` over every solution notebook; each notebook's kernel,
+once nbval has run it top to bottom without an error, is handed to its case here (see
+conftest.py), so the mistakes run in it and no notebook runs twice. Run alone (no nbval), a
+case starts its own kernel and runs the solution first: any cell that raises fails the test.
 
 See :mod:`course_utils.tooling.rejection`; the real nbgrader grading of the solutions, the blank
 release and a student with one mistake per exercise is in test_grading.py.
@@ -17,7 +18,7 @@ from collections import Counter
 from course_utils.tooling.mistakes import KINDS, Mistake, load_accepted, load_mistakes
 from course_utils.tooling.rejection import check_rejections
 
-from conftest import ROOT, assignment_names
+from conftest import ROOT, assignment_names, take_nbval_kernel
 
 pytestmark = pytest.mark.slow
 
@@ -26,19 +27,27 @@ pytestmark = pytest.mark.slow
 def test_every_curated_mistake_is_rejected_and_every_right_answer_accepted(assignment):
     mistakes = load_mistakes(ROOT, assignment)
     accepted = load_accepted(ROOT, assignment)
-    results = check_rejections(ROOT, assignment, [*mistakes, *accepted])
+    kernel = take_nbval_kernel(assignment)  # nbval's, after it ran the whole solution; or None
+    try:
+        results = check_rejections(ROOT, assignment, [*mistakes, *accepted],
+                                   running=kernel.km.get_connection_info() if kernel else None)
+    finally:
+        if kernel is not None:
+            kernel.stop()
     problems = [r.describe() for r in results if not r.ok]
     assert not problems, "\n".join(problems)
     assert len(results) == 1 + len(mistakes) + len(accepted), "every mistake and right answer must be checked"
 
 
 def test_every_solution_notebook_is_run_here():
-    """The solution runs above cover every notebook under solutions/ (make test runs no nbval)."""
+    """make test runs nbval over solutions/, and every notebook there has its mistakes case."""
     from course_utils.tooling.layout import notebook_paths
 
+    recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "--nbval-lax" in recipe and "solutions" in recipe and "--dist loadgroup" in recipe, recipe
     run = {path.resolve() for assignment in assignment_names() for path in notebook_paths(ROOT, assignment)}
     on_disk = {path.resolve() for path in (ROOT / "solutions").rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts}
-    assert on_disk and on_disk <= run, f"solution notebooks no test executes: {sorted(map(str, on_disk - run))}"
+    assert on_disk and on_disk <= run, f"solution notebooks without a mistakes case: {sorted(map(str, on_disk - run))}"
 
 
 def test_mistake_classes_per_notebook(capsys):
