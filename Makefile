@@ -26,16 +26,21 @@ PYTEST_WORKERS ?= 2
 PROFILE    ?= $(or $(COURSE_PROFILE),ci)
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: all setup bubblewrap demo release execute test test-fast bench lab clean
+.PHONY: all setup bubblewrap hub-tools demo release execute test test-fast bench lab clean
 
 all: demo
 
-setup: $(VENV)/.installed bubblewrap
+setup: $(VENV)/.installed bubblewrap hub-tools
 
 # the grading sandbox: apt-get install bubblewrap where we may (root or sudo -n); elsewhere one
 # line says why not and setup goes on (the demo class then grades unsandboxed; `course doctor`)
 bubblewrap:
 	@bash .ci/install-bubblewrap $(VENV)/.bubblewrap-missing $(VENV)/bubblewrap-install.log
+
+# the hub and browser tests: configurable-http-proxy (npm, into $(VENV)) and Chromium (apt) where we
+# may; elsewhere one line says why not and those two tests skip with it
+hub-tools:
+	@bash .ci/install-hub-tools $(VENV)
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
