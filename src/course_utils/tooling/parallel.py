@@ -89,7 +89,9 @@ def record_executed(
     for student in graded:
         timestamp = course_dir / "submitted" / student / assignment / "timestamp.txt"
         if timestamp.is_file():
-            shutil.copy2(timestamp, staging / student / assignment / "timestamp.txt")
+            target = staging / student / assignment / "timestamp.txt"
+            target.unlink(missing_ok=True)  # nbgrader's copy there is read-only (0444): a grader who is not root cannot overwrite it
+            shutil.copy2(timestamp, target)
     config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
     outcomes, log = autograde_students(course_dir, assignment, graded, profile=profile, config=config)
     return {s: student_result(s, assignment, outcomes[s], db_url) for s in graded}, log
