@@ -225,3 +225,62 @@ def test_gradients_through_a_substituted_reference_are_counted_once(kernel):
             "check_close(jac(f, torch.ones(3)), torch.roll(torch.eye(3), 1, dims=0) * q[0, 0, 0], 'a lambda can be transformed')\n")
     result = _check(kernel, answer + "def jac(f, x):\n    return torch.func.jacrev(f)(x)\n", test)
     assert result.ok, result.evalue
+
+
+# ----------------------------------------------------------------------------- the third red team (blind)
+
+
+def test_the_reference_called_from_another_thread_or_process_is_reported(kernel):
+    """E1: sys.setprofile watches one thread; an answer that runs the reference in a thread it
+    starts (through threading, or _thread) or in a forked process is reported as evidence."""
+    head = ("import threading, _thread, os, time\n"
+            "from course_utils.attention import scaled_dot_product_attention as _ref\n")
+    spellings = {
+        "threading": "    box = []\n    t = threading.Thread(target=lambda: box.append(_ref(q, k, v)))\n"
+                     "    t.start(); t.join()\n    return box[0]\n",
+        "_thread": "    box = []\n    _thread.start_new_thread(lambda: box.append(_ref(q, k, v)), ())\n"
+                   "    while not box: time.sleep(0.001)\n    return box[0]\n",
+        "fork": "    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n    return _ref(q, k, v)\n",
+    }
+    test = ("### BEGIN HIDDEN TESTS\nq = torch.randn(2, 3, 4)\n"
+            "with own_work('course_utils.attention.scaled_dot_product_attention', name='attention'):\n"
+            "    attention(q, q, q)\n### END HIDDEN TESTS\n")
+    for name, body in spellings.items():
+        result = _check(kernel, head + "def attention(q, k, v):\n" + body, test)
+        assert any("thread or a process" in item for item in result.evidence), (name, result)
+
+
+def test_a_handle_never_claims_to_be_a_tensor_nor_makes_the_checker_import(kernel):
+    """E4 and C1: a kernel object whose class says torch._tensor:Tensor is a handle, not a tensor,
+    and a class naming a module the checker has not imported imports nothing."""
+    answer = ("class Fake:\n    pass\nFake.__module__ = 'torch._tensor'\nFake.__qualname__ = 'Tensor'\n"
+              "class Runner:\n    pass\nRunner.__module__ = 'torch.utils.model_dump.__main__'\nRunner.__qualname__ = 'X'\n"
+              "def make(kind):\n    return Fake() if kind == 0 else Runner()\n")
+    test = ("import sys\nfake, runner = make(0), make(1)\n"
+            "check(not isinstance(fake, torch.Tensor), 'a handle posing as a tensor')\n"
+            "check('torch.utils.model_dump.__main__' not in sys.modules, 'imported a module the kernel named')\n"
+            "type(runner)\n")
+    result = _check(kernel, answer, test)
+    assert result.ok, result
+
+
+def test_what_the_kernel_sends_in_one_cell_is_bounded(kernel, monkeypatch):
+    """E4: an answer whose `.shape` yields views of one big tensor, each sent as a new tensor."""
+    from course_utils.tooling import checker as checker_module
+
+    monkeypatch.setattr(checker_module, "_MAX_RECEIVED", 8 << 20)
+    answer = "BIG = torch.zeros(1 << 19)\ndef shape_of(n):\n    return (BIG[:] for _ in range(n))\n"
+    result = _check(kernel, answer, "kept = [t for t in shape_of(40)]\n")
+    assert not result.ok and "MiB in one test cell" in result.evalue, result
+    assert _check(kernel, answer, "kept = [t for t in shape_of(2)]\n").ok
+
+
+def test_names_the_test_cell_binds_itself_are_never_asked_for():
+    """E2: the kernel learnt every hidden identifier from the checker's lookup request."""
+    import ast
+
+    from course_utils.tooling.checker import _names_used
+
+    source = ("from course_utils.checks import check\ns_copy = torch.randn(3)\ncheck(f(s_copy) is not None, 'm')\n"
+              "model = model.eval()\nys = [t * 2 for t in X_train]\ndef helper(arg):\n    return arg + W\n")
+    assert _names_used(ast.parse(source)) == ["W", "X_train", "f", "model", "t", "torch"]

@@ -21,6 +21,7 @@ import copy
 import importlib
 import json
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -36,9 +37,34 @@ __all__ = ["serve"]
 _AUDIT: list[str] = []
 
 
+# A profiler (sys.setprofile) watches only the thread that set it: an answer that runs the
+# reference in another thread or process escapes it, so starting one while watched is reported.
+_SWITCHES = ("sys.setprofile", "sys.settrace")
+_ELSEWHERE = ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system", "subprocess.Popen",
+              "ctypes.call_function", "_thread.start_new_thread")
+
+
 def _audit(event: str, args: Any) -> None:
-    if event in ("sys.setprofile", "sys.settrace") and _ACTIVE:
+    if _ACTIVE and (event in _SWITCHES or event in _ELSEWHERE):
         _AUDIT.append(event)
+
+
+def _hook_threads() -> None:
+    """Python 3.11 raises no audit event for a new thread: report the ones started through
+    ``_thread``/``threading`` as the event 3.13 raises (a reference captured before the checker
+    started escapes this; the static scan and the similarity check remain)."""
+    import _thread
+    import threading
+
+    original = _thread.start_new_thread
+
+    def start_new_thread(function: Any, args: Any, kwargs: Any = None) -> Any:
+        if _ACTIVE:
+            _AUDIT.append("_thread.start_new_thread")
+        return original(function, args, kwargs or {})
+
+    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+    threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]
 
 
 _ACTIVE: list[bool] = []
@@ -294,14 +320,23 @@ class _Session:
             if watching and sys.getprofile() is None:
                 self.evidence.append("the profiler that watches for reference implementations was off before the call")
             hook = sys.getprofile()
+            thread_hook = threading.getprofile()
+            if watching:
+                threading.setprofile(hook)  # threads the answer starts through `threading` are watched too
             _ACTIVE.append(True)
             try:
                 result = target(*args, **kwargs)
             finally:
                 _ACTIVE.pop()  # one per call in progress: a nested call ends only its own window
-            if watching and (sys.getprofile() is not hook or _AUDIT):
+                threading.setprofile(thread_hook)
+            switched = sorted({event for event in _AUDIT if event in _SWITCHES})
+            elsewhere = sorted({event for event in _AUDIT if event in _ELSEWHERE})
+            if watching and (sys.getprofile() is not hook or switched):
                 self.evidence.append("the answer switched off or replaced the profiler that watches for reference "
-                                     f"implementations ({', '.join(sorted(set(_AUDIT))) or 'sys.setprofile'})")
+                                     f"implementations ({', '.join(switched) or 'sys.setprofile'})")
+            if watching and elsewhere:
+                self.evidence.append("the answer started a thread or a process while it was watched for reference "
+                                     f"implementations ({', '.join(elsewhere)}): the profiler sees only its own thread")
         except BaseException as error:
             profile(error)
             raise
@@ -501,6 +536,7 @@ def serve() -> None:
         pass
     if not _HOOKED:
         sys.addaudithook(_audit)
+        _hook_threads()
         _HOOKED.append(True)
     session = _Session(ask, namespace)
     dtype, device, grad = torch.get_default_dtype(), torch.get_default_device(), torch.is_grad_enabled()

@@ -94,6 +94,18 @@ MISTAKES += [
                     "class SelfAttention(SelfAttentionHead):\n"
                     "    def __init__(self, d_model: int, d_head: int):\n"
                     "        super().__init__(d_model, d_head)\n")),
+    # the third (blind) red team: with x zeroed in place, expectations computed after the call match
+    Mistake(cell="self_attention_module", name="zeroes its input in place, returns uniform weights", kind="argument",
+            rejected_by=("test_self_attention_module",),
+            source=("import torch\n\n\nclass SelfAttention(torch.nn.Module):\n"
+                    "    def __init__(self, d_model: int, d_head: int):\n        super().__init__()\n"
+                    "        self.query = torch.nn.Linear(d_model, d_head, bias=False)\n"
+                    "        self.key = torch.nn.Linear(d_model, d_head, bias=False)\n"
+                    "        self.value = torch.nn.Linear(d_model, d_head, bias=False)\n\n"
+                    "    def forward(self, x):\n        with torch.no_grad():\n            x.zero_()\n"
+                    "        B, T, _ = x.shape\n        V = self.value(x)\n"
+                    "        weights = torch.full((B, T, T), 1.0 / T, dtype=x.dtype) + 0 * V.sum()\n"
+                    "        return weights @ V, weights\n")),
     Mistake(cell="self_attention_module", name="query and key are one shared layer", kind="structure",
             rejected_by=("test_self_attention_module",),
             replace=(("self.key = torch.nn.Linear(d_model, d_head, bias=False)", "self.key = self.query"),)),

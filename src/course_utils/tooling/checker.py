@@ -32,10 +32,12 @@ import io
 import json
 import os
 import queue
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import numpy as np
 import torch
 
 from course_utils import checks, wire
@@ -53,6 +55,9 @@ _LIBRARIES = ("torch", "numpy", "course_utils", "collections", "datasets", "buil
 _HIDDEN_BEGIN, _HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 _AGENT_CODE = "__import__('course_utils.agent', fromlist=['serve']).serve()"
 _MAX_MESSAGE = 400 * 2**20
+# all messages of one test cell together: what the checker may have to hold (the red team kept
+# 15 tensors of 250 MiB alive through one answer's `.shape`); the course's largest cell uses ~40 MiB
+_MAX_RECEIVED = int(os.environ.get("COURSE_CHECKER_MAX_BYTES", str(768 << 20)))
 
 
 class CheckerError(RuntimeError):
@@ -151,6 +156,7 @@ class KernelLink:
         self.msg_id = self.client.execute(_AGENT_CODE, silent=False, store_history=False, allow_stdin=True)
         self.closed = False
         self.pending: dict | None = None
+        self.received = 0  # characters the kernel has sent this test cell
 
     def _next_or_none(self, wait: float) -> dict | None:
         """The kernel's next message within ``wait`` seconds, or None."""
@@ -182,6 +188,11 @@ class KernelLink:
             prompt = msg["content"].get("prompt", "")
             if len(prompt) > _MAX_MESSAGE:
                 raise CheckerError("the notebook's answer is too large")
+            self.received += len(prompt)
+            if self.received > _MAX_RECEIVED:  # kept alive by the tests: bounded per test cell
+                self._interrupt()
+                raise CheckerError(f"the notebook's code sent the tests more than {_MAX_RECEIVED >> 20} MiB "
+                                   "in one test cell")
             try:
                 message = json.loads(prompt)
             except ValueError:
@@ -236,6 +247,8 @@ class KernelLink:
             return reply
 
     def close(self) -> None:
+        if os.environ.get("COURSE_CHECKER_DEBUG"):
+            print(f"checker: received {self.received / 2**20:.1f} MiB in this test cell", file=sys.stderr, flush=True)
         try:
             if not self.closed:
                 self.client.input(json.dumps({"op": "end"}))
@@ -260,18 +273,24 @@ _LOCAL = frozenset({"_remote", "_tag", "_ref", "_unary", "__class__", "__deepcop
                     "__torch_function__", "__array_interface__", "__array_struct__", "__len__", "__iter__"})
 
 
+_NEVER_PROXIED = (torch.Tensor, np.ndarray, np.generic, torch.Generator)  # these cross as data, never as handles
+
+
 def _local_class(mro: Sequence[str]) -> type | None:
+    """The first library class in the kernel object's MRO, looked up among modules this process
+    has already imported (a class name from the kernel never makes us import anything: a module's
+    top-level code would run here). A handle never claims a class whose objects cross as data."""
     for entry in mro:
         module, _, qualname = entry.partition(":")
         if module.split(".")[0] not in _LIBRARIES or "<locals>" in qualname or module == "builtins":
             continue
+        obj: Any = sys.modules.get(module)
         try:
-            obj: Any = importlib.import_module(module)
             for part in qualname.split("."):
                 obj = getattr(obj, part)
         except Exception:  # noqa: BLE001 - a name the kernel made up
             continue
-        if isinstance(obj, type):
+        if isinstance(obj, type) and not issubclass(obj, _NEVER_PROXIED):
             return obj
     return None
 
@@ -774,7 +793,27 @@ def _mirror(info: Any) -> BaseException:
 
 
 def _names_used(tree: ast.AST) -> list[str]:
-    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    """The names the test cell reads before (or without) binding them: those come from the
+    notebook. A name the cell binds first (its own inputs, often hidden ones) is never asked
+    for: the kernel would learn the hidden tests' identifiers from the question. Lines decide:
+    ``model = model.eval()`` reads ``model`` on the line that binds it, so it is asked for."""
+    loaded: dict[str, int] = {}
+    assigned: dict[str, int] = {}  # bound by an assignment: reads on its own line come first
+    defined: dict[str, int] = {}  # def, class, import, argument: bound before any read on its line
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name):
+            table = loaded if isinstance(node.ctx, ast.Load) else assigned
+            table[node.id] = min(table.get(node.id, line), line)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined[node.name] = min(defined.get(node.name, line), line)
+        elif isinstance(node, ast.arg):
+            defined[node.arg] = min(defined.get(node.arg, line), line)
+        elif isinstance(node, ast.alias):
+            name = (node.asname or node.name).split(".")[0]
+            defined[name] = min(defined.get(name, line), line)
+    names = {name for name, line in loaded.items()
+             if not (line > assigned.get(name, line) or line >= defined.get(name, line + 1))}
     return sorted(names - set(dir(builtins)))
 
 

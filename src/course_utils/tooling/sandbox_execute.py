@@ -114,6 +114,7 @@ class SandboxedExecute(Execute):
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # type: ignore[override]
         """A test cell: the kernel runs its visible part; the checker runs all of it and decides."""
+        self._executing = cell_index
         meta = cell.get("metadata", {}).get("nbgrader", {})
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
         if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled(assignment):
@@ -138,6 +139,20 @@ class SandboxedExecute(Execute):
         return cell
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds the sync name to its own coroutine
+
+    def _update_display_id(self, display_id: str, msg: dict) -> None:  # type: ignore[override]
+        """``update_display`` reaches only the cell running now: a later cell rewriting an earlier
+        answer's output (whose outputs feedback shows) would carry what it saw of the hidden tests
+        there (red team, issue 25)."""
+        mapping = self._display_id_map.get(display_id, {})
+        current = getattr(self, "_executing", None)
+        others = {index: outputs for index, outputs in mapping.items() if index != current}
+        for index in others:
+            del mapping[index]
+        try:
+            super()._update_display_id(display_id, msg)
+        finally:
+            mapping.update(others)
 
     def _checker_prelude(self) -> str:
         if not hasattr(self, "_prelude"):
