@@ -279,3 +279,20 @@ def test_only_the_package_directory_of_the_repository_is_bound():
 # Real nbgrader grading in the sandbox, serial and parallel -- an attacker blocked from the
 # gradebook and a classmate's notebook, its kernel in a private copy of its own notebook, an
 # honest student graded 2/2 -- is test_attacks.py (`course grade` on a class with every attack).
+
+
+@needs_bwrap
+def test_a_later_cell_cannot_rewrite_an_earlier_cells_output():
+    """Feedback shows the outputs of answer cells before the first hidden test; a later cell that
+    rewrote them (update_display, or a new display with the same id) would carry what it saw of
+    the hidden tests there (the third red team's leak). Within its own cell an update still works."""
+    nb = notebook(
+        "from IPython.display import display, update_display\nh = display('first', display_id='notes')",
+        "display('second', display_id='own')\nupdate_display('second, updated', display_id='own')",
+        "update_display('LEAKED', display_id='notes')\ndisplay('LEAKED TOO', display_id='notes')",
+    )
+    SandboxedExecute(timeout=60).preprocess(nb, {"nbgrader": {"notebook": "probe"}, "metadata": {"path": str(ROOT)}})
+    first = [o["data"]["text/plain"] for o in nb.cells[0].outputs if o.output_type == "display_data"]
+    own = [o["data"]["text/plain"] for o in nb.cells[1].outputs if o.output_type == "display_data"]
+    assert first == ["'first'"], first
+    assert own == ["'second, updated'"], own
