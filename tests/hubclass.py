@@ -118,7 +118,7 @@ class Users:
         """Processes still running as one of the class's users (``ps`` lines)."""
         if not self.created:
             return []
-        out = subprocess.run(["ps", "-o", "user:32=,pid=,args=", "-u", ",".join(self.created)],
+        out = subprocess.run(["ps", "-ww", "-o", "user:32=,pid=,lstart=,args=", "-u", ",".join(self.created)],
                              capture_output=True, text=True).stdout
         return [line for line in out.splitlines() if line.strip()]
 
@@ -173,7 +173,7 @@ class Hub:
         self.scratch = open_folder(scratch)
         self.users = users
         self.token = secrets.token_hex(16)
-        self.port = free_port()
+        self.port, self.hub_port = free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         student_config = open_folder(scratch / "student-config")
         # what a class's hub puts in /etc/jupyter/nbgrader_config.py for the students' servers
@@ -183,7 +183,7 @@ class Hub:
             lines += ["import os", "c.CourseDirectory.student_id = os.environ['JUPYTERHUB_USER']"]
         (student_config / "nbgrader_config.py").write_text("\n".join(lines) + "\n")
         settings = {
-            "port": self.port, "hub_port": free_port(), "proxy_port": free_port(), "formgrader_port": free_port(),
+            "port": self.port, "hub_port": self.hub_port, "proxy_port": free_port(), "formgrader_port": free_port(),
             "scratch": str(scratch), "homes": str(users.scratch / "home"), "token": self.token,
             "spawner": "localprocess" if REAL_USERS else "simple",
             "grader_user": None if REAL_USERS else pwd.getpwuid(os.geteuid()).pw_name,
@@ -198,7 +198,11 @@ class Hub:
         self.log = (scratch / "jupyterhub.log").open("w")
         self.process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=scratch, env=env,
                                         stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait(lambda: self.api("GET", "/hub/api/") is not None, 60, "the hub to answer")
+        try:
+            self._wait(lambda: self.api("GET", "/hub/api/") is not None, 60, "the hub to answer")
+        except BaseException:
+            self.stop()
+            raise
 
     # -- HTTP
     def request(self, method: str, path: str, token: str | None = None, body: bytes | None = None,
@@ -259,7 +263,36 @@ class Hub:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
+        proxy = self._proxy_pid()  # a hub that died (or was killed) leaves its proxy running
+        if proxy is not None:
+            os.kill(proxy, signal.SIGTERM)
         self.log.close()
+
+    def _proxy_pid(self) -> int | None:
+        """The pid of this hub's configurable-http-proxy if it still runs."""
+        try:
+            pid = int((self.scratch / "jupyterhub-proxy.pid").read_text())
+            alive = b"configurable-http-proxy" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        return pid if alive else None
+
+    def leftovers(self) -> list[str]:
+        """Processes that still carry this hub's API address in their environment (its servers,
+        the formgrader, their kernels): none once it has stopped."""
+        marker = f"127.0.0.1:{self.hub_port}/hub/api".encode()
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                if marker in (proc / "environ").read_bytes():
+                    command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    found.append(f"{proc.name} {command[:200]}")
+            except OSError:  # gone, or not ours to read
+                continue
+        proxy = self._proxy_pid()
+        return found + ([f"{proxy} configurable-http-proxy"] if proxy is not None else [])
 
     def log_tail(self, chars: int = 4000) -> str:
         self.log.flush()

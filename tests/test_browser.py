@@ -81,9 +81,11 @@ def hub():
         hub.inbound = lambda: users.run(GRADER, [*nbgrader, "list", "--inbound"], course, env)
         yield hub
     finally:
+        leftovers = []
         if hub is not None:
             hub.stop()
-        leftovers = users.leftover_processes()
+            leftovers = hub.leftovers()
+        leftovers += users.leftover_processes()
         users.remove()
         shutil.rmtree(scratch, ignore_errors=True)
         assert not leftovers, "still running after the hub stopped:\n" + "\n".join(leftovers)

@@ -81,6 +81,8 @@ def semester():
         except Exception as error:  # noqa: BLE001 - no usable PostgreSQL binaries on this platform
             pytest.skip(f"pgserver could not start PostgreSQL: {error}")
         server.psql("CREATE DATABASE attention_transformers;")
+        # its socket lives in the data folder (0700, PostgreSQL's user): the course account must reach it
+        (scratch / "pg" / "pgdata").chmod(0o711)
         db_url = server.get_uri("attention_transformers").replace("postgresql://", "postgresql+psycopg2://", 1)
         users.add(GRADER)
         course = prepare_scratch_course(ROOT, open_folder(scratch / "course"), [A])
@@ -104,9 +106,11 @@ def semester():
         print(f"[semester] hub up in {time.monotonic() - started:.1f} s ({CLASS_MODE})")
         yield Semester(scratch, users, course, env, hub)
     finally:
+        leftovers = []
         if hub is not None:
             hub.stop()
-        leftovers = users.leftover_processes()
+            leftovers = hub.leftovers()
+        leftovers += users.leftover_processes()
         users.remove()
         if server is not None:
             server.cleanup()
@@ -203,7 +207,7 @@ def test_a_semester_on_jupyterhub(semester: Semester, monkeypatch):
     _lap("feedback", clock)
 
     # 6. the export
-    out = s.scratch / "grades.csv"
+    out = s.course / "grades.csv"  # written by the course account, in its folder
     s.ok("course", "export", "--out", str(out))
     rows = {r["student"]: r for r in csv.DictReader(out.open())}
     assert rows[ada]["score"] == "2" and rows[bo][f"{A}:{TEST}"] == "0", rows
