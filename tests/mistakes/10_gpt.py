@@ -453,3 +453,98 @@ ACCEPTED += [
                      '    onehot = F.one_hot(lengths.to(hidden.device) - 1, hidden.size(1)).to(hidden.dtype)\n'
                      '    return torch.einsum("bt,btd->bd", onehot, hidden)\n')),
 ]
+
+# The training step of the student's own (issue 28 item 5): the silent bugs of a training loop.
+MISTAKES += [
+    Mistake(cell='train_step', name='no zero_grad (gradients accumulate across steps)', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    optimizer.zero_grad()\n", ""),)),
+    Mistake(cell='train_step', name='gradients clipped after the optimizer step', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n    optimizer.step()\n",
+                      "    optimizer.step()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"),)),
+    Mistake(cell='train_step', name='optimizer step before backward', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n    optimizer.step()\n",
+                      "    optimizer.step()\n    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"),)),
+    Mistake(cell='train_step', name='zero_grad between backward and step (the step sees no gradient)', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    optimizer.zero_grad()\n    loss.backward()\n", "    loss.backward()\n    optimizer.zero_grad()\n"),)),
+    Mistake(cell='train_step', name='model left in eval mode (no model.train())', kind='structure',
+            rejected_by=('test_train_step',),
+            replace=(("    model.train()\n", ""),)),
+    Mistake(cell='train_step', name='model.train() only after the forward pass (dropout off in it)', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    model.train()\n", ""), ("    optimizer.step()\n", "    optimizer.step()\n    model.train()\n"))),
+    Mistake(cell='train_step', name='returns the loss tensor: a running list of them keeps every graph alive', kind='autograd',
+            rejected_by=('test_train_step',),
+            replace=(("return loss.item()", "return loss"),)),
+    Mistake(cell='train_step', name='running loss accumulated with its graph, returned as a tensor', kind='autograd',
+            rejected_by=('test_train_step',),
+            source=('running_loss = 0.0\n'
+                    '\n'
+                    'def train_step(model, x, y, optimizer, scheduler, max_norm):\n'
+                    '    global running_loss\n'
+                    '    model.train()\n'
+                    '    logits = model(x)\n'
+                    '    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))\n'
+                    '    optimizer.zero_grad()\n'
+                    '    loss.backward()\n'
+                    '    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n'
+                    '    optimizer.step()\n'
+                    '    scheduler.step()\n'
+                    '    running_loss = running_loss + loss\n'
+                    '    return loss.detach()\n')),
+    Mistake(cell='train_step', name='scheduler never stepped', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    scheduler.step()\n", ""),)),
+    Mistake(cell='train_step', name='scheduler stepped before the optimizer', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    optimizer.step()\n    scheduler.step()\n", "    scheduler.step()\n    optimizer.step()\n"),)),
+    Mistake(cell='train_step', name='max_norm ignored (clips to 1.0)', kind='argument',
+            rejected_by=('test_train_step',),
+            replace=(("clip_grad_norm_(model.parameters(), max_norm)", "clip_grad_norm_(model.parameters(), 1.0)"),)),
+    Mistake(cell='train_step', name='no gradient clipping', kind='argument',
+            rejected_by=('test_train_step',),
+            replace=(("    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n", ""),)),
+    Mistake(cell='train_step', name='clip_grad_value_ instead of clipping the global norm', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("clip_grad_norm_(model.parameters(), max_norm)", "clip_grad_value_(model.parameters(), max_norm)"),)),
+    Mistake(cell='train_step', name='returns the loss after the update (a second forward pass)', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    return loss.item()", "    with torch.no_grad():\n        return F.cross_entropy(model(x).reshape(-1, logits.size(-1)), y.reshape(-1)).item()"),)),
+    Mistake(cell='train_step', name='reference import (the course loop step)', kind='reference',
+            rejected_by=('test_train_step',),
+            source='from course_utils.gpt import lm_train_step as train_step\n'),
+    Mistake(cell='train_step', name='calls the course step inside a def of its own', kind='reference',
+            rejected_by=('test_train_step',),
+            source=('from course_utils import gpt as _g\n'
+                    '\n'
+                    'def train_step(model, x, y, optimizer, scheduler, max_norm):\n'
+                    '    return _g.lm_train_step(model, x, y, optimizer, scheduler, max_norm)\n')),
+]
+
+ACCEPTED += [
+    Accepted(cell='train_step', name='zero_grad first, view(-1) and set_to_none=False',
+             source=('def train_step(model, x, y, optimizer, scheduler, max_norm):\n'
+                     '    optimizer.zero_grad(set_to_none=False)\n'
+                     '    model.train()\n'
+                     '    logits = model(x)\n'
+                     '    B, T, V = logits.shape\n'
+                     '    loss = F.cross_entropy(logits.view(B * T, V), y.view(B * T))\n'
+                     '    loss.backward()\n'
+                     '    nn.utils.clip_grad_norm_(model.parameters(), max_norm=max_norm)\n'
+                     '    optimizer.step()\n'
+                     '    scheduler.step()\n'
+                     '    return float(loss.detach())\n')),
+    Accepted(cell='train_step', name='model.zero_grad and cross_entropy over (B, V, T)',
+             source=('def train_step(model, x, y, optimizer, scheduler, max_norm):\n'
+                     '    model.train()\n'
+                     '    model.zero_grad(set_to_none=True)\n'
+                     '    loss = F.cross_entropy(model(x).transpose(1, 2), y)\n'
+                     '    loss.backward()\n'
+                     '    torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm)\n'
+                     '    optimizer.step()\n'
+                     '    scheduler.step()\n'
+                     '    return loss.item()\n')),
+]
