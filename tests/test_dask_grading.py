@@ -147,15 +147,15 @@ def test_an_interrupted_client_records_only_what_is_missing_when_run_again(tmp_p
     monkeypatch.setattr(dask_grading, "_record", interrupted)
     with pytest.raises(KeyboardInterrupt):
         grade_on_dask(course, {A: students}, client, progress=False, batch=2, execute=stand_in)
-    first = [line for line in journal_path(course, A).read_text().splitlines()]
-    assert len(first) == 2
+    first = journal_path(course, A).read_text().splitlines()
+    assert 2 <= len(first) < 4  # a batch: at least `batch`, or all that had finished by then
     executed_before = len(calls(tmp_path))
 
     monkeypatch.setattr(dask_grading, "_record", record)
     [run] = grade_on_dask(course, {A: students}, client, progress=False, batch=2, execute=stand_in)
     assert [r.status for r in run.results] == ["graded"] * 4
     again = [student for student, _ in calls(tmp_path)[executed_before:]]
-    assert len(again) == 2 and not set(again) & {line.split('"student": "')[1].split('"')[0] for line in first}
+    assert len(again) == 4 - len(first) and not set(again) & {line.split('"student": "')[1].split('"')[0] for line in first}
     assert sorted(r.student for r in read_scores(course)) == students  # each once: one row per student
     assert len(journal_path(course, A).read_text().splitlines()) == 4
 

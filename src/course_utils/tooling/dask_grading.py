@@ -25,6 +25,7 @@ is missing. A task past ``wall_limit`` seconds has its kernel stopped and fails 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -390,32 +391,37 @@ def grade_on_dask(
             for student in students:
                 task = submission_task(course_dir, name, student, profile=profile, wall_limit=wall_limit, sandbox=sandbox)
                 if (student, f"{bundles[name].digest}:{task.digest}") in done:
-                    results[(name, student)] = StudentResult(student, name, "graded")
+                    results[(name, student)] = StudentResult(student, name, "graded")  # recorded by an earlier run
                     continue
-                task = SubmissionTask(**{**task.__dict__, "digest": f"{bundles[name].digest}:{task.digest}"})
+                task = dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
                 if scattered is None:
                     scattered = client.scatter(bundles[name], broadcast=True, hash=False)
                 future = client.submit(execute, scattered, task, key=f"grade-{name}-{student}-{task.digest[-12:]}",
                                        priority=round(priority[name] * 1000), pure=False)
                 owners[future] = (name, student)
+        if progress and results:
+            print(f"{len(results)} submission(s) unchanged since an earlier run recorded them (build/grading/): "
+                  "not graded again", file=sys.stderr, flush=True)
         pending: list[SubmissionResult] = []
         last = time.monotonic()
         with tqdm(total=len(owners), unit="notebook", desc="grading", disable=not progress or not owners,
                   file=sys.stderr, smoothing=0.1) as bar:
-            for future in as_completed(list(owners)):
-                name, student = owners.pop(future)
-                if future.status == "finished":
-                    result = future.result()
-                    if result.outcome.get("success"):
-                        pending.append(result)
-                    elif result.outcome.get("wall_limit"):
-                        results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
+            # every result finished meanwhile at once: while the client records, the next batch grows
+            for finished in as_completed(list(owners)).batches():
+                for future in finished:
+                    name, student = owners.pop(future)
+                    if future.status == "finished":
+                        result = future.result()
+                        if result.outcome.get("success"):
+                            pending.append(result)
+                        elif result.outcome.get("wall_limit"):
+                            results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
+                        else:
+                            results[(name, student)] = student_result(student, name, result.outcome, db_url)
                     else:
-                        results[(name, student)] = student_result(student, name, result.outcome, db_url)
-                else:
-                    results[(name, student)] = _failure(name, student, future.exception())
-                future.release()
-                bar.update()
+                        results[(name, student)] = _failure(name, student, future.exception())
+                    future.release()
+                    bar.update()
                 if pending and (len(pending) >= batch or time.monotonic() - last >= batch_seconds):
                     results.update(_record(course_dir, pending, profile, db_url))
                     pending, last = [], time.monotonic()
