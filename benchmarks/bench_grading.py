@@ -12,12 +12,27 @@ executed by `SandboxedExecute` in one process, sandbox on and off alternately, m
 `--sandbox-repeats` runs each. Writes a Markdown table to benchmarks/results/grading.md with
 the machine it ran on. Timings on a shared machine are noisy; the ratios measured in the
 same run are the numbers to read.
+
+On Dask (`--part dask`, or `all`; needs the `dask` extra): the same class graded by the local
+parallel path (2 workers) and by `course grade --scheduler` on a LocalCluster of 2 and of 1
+single-threaded workers (cluster start-up not counted): the Dask path's time against the local
+one's (target <= 1.1x), throughput, and the client's recording cost per submission. Then a
+simulated class of 1,000 students x 13 notebooks: tasks that sleep each notebook's grading time
+(its measured `ci` execution time from results/notebooks-cpu.md plus the grading cost measured
+here, +-20% per student), scaled down to about `--sim-seconds` of wall time, scheduled by Dask's
+scheduler (longest first, as `course grade` does) on 8, 32 and 128 task slots (in-process workers,
+16 at most, of 1-8 threads), with the
+client recording results as `course grade` does (its measured cost, scaled alike); the wall time
+scaled back is the hours that class takes. `--part dask` keeps the local table of the file and
+rewrites only its Dask section. `--quick`: 6 students, 1 sandbox repeat, 30 s per simulation.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import statistics
 import platform
 import shutil
@@ -82,9 +97,24 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--sandbox-repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "grading.md")
+    parser.add_argument("--part", choices=("local", "dask", "all"), default="all")
+    parser.add_argument("--sim-students", type=int, default=1000)
+    parser.add_argument("--sim-seconds", type=float, default=120.0, help="wall time of each simulated run (scaled)")
+    parser.add_argument("--quick", action="store_true", help="6 students, 1 sandbox repeat, 30 s simulations")
     args = parser.parse_args()
+    if args.quick:
+        args.students, args.sandbox_repeats, args.sim_seconds = min(args.students, 6), 1, 30.0
     os.environ.setdefault("COURSE_PROFILE", "ci")
     os.environ.pop("COURSE_SANDBOX", None)  # sandboxed unless a row says otherwise
+    same = True
+    if args.part in ("local", "all"):
+        same = local_part(args)
+    if args.part in ("dask", "all"):
+        same = dask_part(args) and same
+    return 0 if same else 1
+
+
+def local_part(args: argparse.Namespace) -> bool:
 
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         serial_dir, parallel_dir = Path(scratch) / "serial", Path(scratch) / "parallel"
@@ -131,9 +161,203 @@ def main() -> int:
         "",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table)
+    old = args.out.read_text() if args.out.is_file() else ""
+    args.out.write_text(table + (old[old.index(DASK_HEADER):] if DASK_HEADER in old else ""))
     print(table)
-    return 0 if same else 1
+    return same
+
+
+
+# ----------------------------------------------------------------------------- on Dask
+
+DASK_HEADER = "## On a Dask cluster"
+NOTEBOOK_TIMES = ROOT / "benchmarks" / "results" / "notebooks-cpu.md"
+
+
+def _machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def _journal_seconds(course: Path, assignment: str) -> list[float]:
+    from course_utils.tooling.dask_grading import journal_path
+
+    path = journal_path(course, assignment)
+    return [json.loads(line)["seconds"] for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def _fit(records: list[tuple[int, float]]) -> tuple[float, float]:
+    """Recording cost ``fixed + per * k`` seconds for a batch of k, from (k, seconds) pairs."""
+    sizes = {k for k, _ in records}
+    if len(sizes) < 2:
+        k = sum(k for k, _ in records)
+        return 0.0, sum(t for _, t in records) / max(k, 1)
+    n = len(records)
+    mean_k, mean_t = sum(k for k, _ in records) / n, sum(t for _, t in records) / n
+    per = sum((k - mean_k) * (t - mean_t) for k, t in records) / sum((k - mean_k) ** 2 for k, _ in records)
+    per = max(per, 0.0)
+    return max(mean_t - per * mean_k, 0.0), per
+
+
+def notebook_durations(graded_s: float, assignment: str) -> tuple[dict[str, float], list[str], float]:
+    """Seconds to grade each notebook: its measured ci execution time (results/notebooks-cpu.md)
+    plus grading's own cost, measured here (``graded_s`` of ``assignment`` minus its execution
+    time, returned third). Notebooks not in that table get the median of the others (listed second)."""
+    from course_utils.tooling.layout import assignments
+
+    executed = {}
+    for line in NOTEBOOK_TIMES.read_text().splitlines() if NOTEBOOK_TIMES.is_file() else []:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and re.fullmatch(r"\d\d_\w+", cells[0]) and re.fullmatch(r"[\d.]+", cells[1]):
+            executed.setdefault(cells[0], float(cells[1]))
+    overhead = max(graded_s - executed.get(assignment, graded_s), 0.0)
+    names = assignments(ROOT)
+    fallback = statistics.median(executed.values()) if executed else graded_s
+    guessed = [n for n in names if n not in executed]
+    return {n: executed.get(n, fallback) + overhead for n in names}, guessed, overhead
+
+
+def simulate(durations: dict[str, float], students: int, workers: int, record: tuple[float, float],
+             target_s: float, batch: int = 20) -> dict[str, float]:
+    """Hours to grade ``students`` x notebooks on ``workers``: Dask's scheduler runs tasks that
+    sleep each (student, notebook)'s duration scaled to about ``target_s`` of wall time, longest
+    notebooks first, while this client "records" as `course grade` does (``record``: fixed and
+    per-submission seconds per batch, scaled alike)."""
+    import random
+
+    import dask
+    from distributed import Client, LocalCluster, as_completed
+
+    jitter = random.Random(0)
+    work = {name: [d * jitter.uniform(0.8, 1.2) for _ in range(students)] for name, d in durations.items()}
+    total = sum(sum(v) for v in work.values())
+    scale = target_s / (total / workers)
+    fixed, per = record
+    processes = min(workers, 16)  # simulated worker processes, each with workers/processes task slots
+    with dask.config.set({"distributed.comm.timeouts.connect": "180s"}), \
+            LocalCluster(n_workers=processes, threads_per_worker=workers // processes, processes=False,
+                         dashboard_address=None) as cluster, Client(cluster) as client:
+        started = time.perf_counter()
+        futures = []
+        for name in sorted(durations, key=durations.get, reverse=True):
+            futures += client.map(time.sleep, [d * scale for d in work[name]], pure=False,
+                                  key=[f"sim-{name}-{i}" for i in range(students)], priority=round(durations[name] * 1000))
+        pending = 0
+        for finished in as_completed(futures).batches():
+            pending += len(finished)
+            if pending >= batch:
+                time.sleep((fixed + per * pending) * scale)
+                pending = 0
+        time.sleep((fixed + per * pending) * scale if pending else 0)
+        wall = time.perf_counter() - started
+    return {"hours": wall / scale / 3600, "bound": total / workers / 3600,
+            "recording": len(futures) * per / 3600}
+
+
+def dask_part(args: argparse.Namespace) -> bool:
+    from distributed import Client, LocalCluster
+
+    from course_utils.tooling import dask_grading
+    from course_utils.tooling.submissions import submitted_students
+
+    load = [os.getloadavg()[0]]
+    records: list[tuple[int, float]] = []
+    record = dask_grading._record
+
+    def timed(course_dir, results, *rest, **kwargs):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        try:
+            return record(course_dir, results, *rest, **kwargs)
+        finally:
+            records.append((len(results), time.perf_counter() - started))
+
+    dask_grading._record = timed
+    n = args.students
+    times: dict[str, float] = {}
+    starts: dict[int, float] = {}
+    per_task: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as scratch:
+        base = Path(scratch) / "class"
+        build_class(base, args.assignment, n)
+        dirs = {name: Path(scratch) / name for name in ("local", "dask2", "dask1")}
+        for folder in dirs.values():
+            shutil.copytree(base, folder)
+        students = submitted_students(base, args.assignment)
+        started = time.perf_counter()
+        local_run = autograde_parallel(dirs["local"], args.assignment, workers=2)
+        times["local"] = time.perf_counter() - started
+        failed = {"local": len(local_run.failed)}
+        for workers in (2, 1):
+            started = time.perf_counter()
+            with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                    Client(cluster) as client:
+                starts[workers] = time.perf_counter() - started
+                started = time.perf_counter()
+                # 2 workers: one batch at the end, as the local path records; 1 worker: batches of n/3
+                [run] = dask_grading.grade_on_dask(dirs[f"dask{workers}"], {args.assignment: students}, client,
+                                                   progress=False, batch=n if workers == 2 else max(2, n // 3))
+                times[f"dask{workers}"] = time.perf_counter() - started
+            failed[f"dask{workers}"] = len(run.failed)
+            per_task += _journal_seconds(dirs[f"dask{workers}"], args.assignment)
+        same = grades(dirs["local"]) == grades(dirs["dask2"]) == grades(dirs["dask1"])
+    dask_grading._record = record
+    load.append(os.getloadavg()[0])
+    fixed, per = _fit(records)
+    graded = statistics.median(per_task)
+    durations, guessed, overhead = notebook_durations(graded, args.assignment)
+    sims = {w: simulate(durations, args.sim_students, w, (fixed, per), args.sim_seconds) for w in (8, 32, 128)}
+
+    def rate(seconds: float) -> str:
+        return f"{n / seconds * 3600:.0f}"
+
+    lines = [
+        DASK_HEADER,
+        "",
+        f"Machine: {_machine()}; load average {load[0]:.1f} before, {load[1]:.1f} after (a shared machine). "
+        f"Class: {n} generated students on `{args.assignment}`, `ci` profile, sandbox on. "
+        f"LocalCluster start-up (not counted): {starts[2]:.1f} s (2 workers), {starts[1]:.1f} s (1 worker).",
+        "",
+        "| path | workers | wall time (s) | notebooks / hour | vs local parallel | failed |",
+        "|---|---|---|---|---|---|",
+        f"| `course grade --workers 2` (local parallel) | 2 | {times['local']:.1f} | {rate(times['local'])} | 1.00x | "
+        f"{failed['local']} |",
+        f"| `course grade --scheduler` (Dask LocalCluster) | 2 | {times['dask2']:.1f} | {rate(times['dask2'])} | "
+        f"**{times['dask2'] / times['local']:.2f}x** | {failed['dask2']} |",
+        f"| `course grade --scheduler` (Dask LocalCluster) | 1 | {times['dask1']:.1f} | {rate(times['dask1'])} | "
+        f"{times['dask1'] / times['local']:.2f}x | {failed['dask1']} |",
+        "",
+        f"Per task on a worker (median, the journal's seconds): {graded:.2f} s; the Dask path's overhead per "
+        f"notebook against the local path, 2 workers: {(times['dask2'] - times['local']) / n * 2:+.2f} s of a "
+        f"worker's time. The client's recording: {fixed:.2f} s per batch + {per:.3f} s per submission "
+        f"(fit over {len(records)} batches). Grades identical between the three runs: **{'yes' if same else 'NO'}**.",
+        "",
+        f"### {args.sim_students:,} students x {len(durations)} notebooks, simulated",
+        "",
+        "Seconds per notebook: its ci execution time from `results/notebooks-cpu.md` plus grading's own cost, "
+        f"{overhead:.1f} s (`{args.assignment}` took {graded:.1f} s per task on a worker here): " + ", ".join(f"{k[:2]} {v:.1f}" for k, v in durations.items())
+        + (f" ({', '.join(guessed)}: not in that table, the median)" if guessed else "") + ".",
+        "",
+        "| workers | hours (Dask's scheduler, simulated) | lower bound: work / workers (h) | efficiency | "
+        "client recording, per-submission part alone (h) |",
+        "|---|---|---|---|---|",
+        *[f"| {w} | **{r['hours']:.2f}** | {r['bound']:.2f} | {r['bound'] / r['hours']:.0%} | {r['recording']:.2f} |"
+          for w, r in sims.items()],
+        "",
+        f"Each simulation: {args.sim_students * len(durations):,} tasks that sleep their duration scaled to about "
+        f"{args.sim_seconds:g} s of wall time, in-process workers (8 or 16, one thread per slot), the client recording in batches "
+        "(`grade_on_dask`'s loop: results that finished meanwhile are recorded together); Dask's own per-task cost is "
+        "scaled up with the rest, so the hours are an upper estimate. The client's serial recording bounds what more "
+        "workers can give.",
+        "",
+        f"Command: `python benchmarks/bench_grading.py {' '.join(sys.argv[1:])}`.",
+        "",
+    ]
+    section = "\n".join(lines)
+    old = args.out.read_text() if args.out.is_file() else ""
+    head = old[:old.index(DASK_HEADER)] if DASK_HEADER in old else (old + "\n" if old else "")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(head + section)
+    print(section)
+    return same
 
 
 if __name__ == "__main__":
