@@ -230,8 +230,9 @@ def simulate(durations: dict[str, float], students: int, workers: int, record: t
     jitter = random.Random(0)
     work = {name: [d * jitter.uniform(0.8, 1.2) for _ in range(students)] for name, d in durations.items()}
     total = sum(sum(v) for v in work.values())
-    scale = target_s / (total / workers)
     fixed, per = record
+    recording = students * len(durations) * per  # the client's serial part, at the least
+    scale = target_s / max(total / workers, recording)
     processes = min(workers, 16)  # simulated worker processes, each with workers/processes task slots
     with dask.config.set({"distributed.comm.timeouts.connect": "180s"}), \
             LocalCluster(n_workers=processes, threads_per_worker=workers // processes, processes=False,
@@ -250,7 +251,7 @@ def simulate(durations: dict[str, float], students: int, workers: int, record: t
         time.sleep((fixed + per * pending) * scale if pending else 0)
         wall = time.perf_counter() - started
     return {"hours": wall / scale / 3600, "bound": total / workers / 3600,
-            "recording": len(futures) * per / 3600}
+            "recording": recording / 3600}
 
 
 def dask_part(args: argparse.Namespace) -> bool:
