@@ -1,15 +1,18 @@
-"""A student in a real browser, on a real JupyterHub configured by deploy/jupyterhub/.
+"""A student and the instructor in a real browser, on a real JupyterHub configured by deploy/jupyterhub/.
 
 Chromium is the Debian package (`make setup` installs it: .ci/install-hub-tools), driven by
 playwright from PyPI with ``executable_path``: no browser build is ever downloaded. The hub is
-started as in tests/test_hub_semester.py (tests/hubclass.py). The course account releases 00_welcome
-through the exchange (the committed release in notebooks/, so no generate step is repeated here).
+started as in tests/test_hub_semester.py (tests/hubclass.py). The course account releases
+03_self_attention through the exchange (the committed release in notebooks/, so no generate step is
+repeated here).
 
-The student, in the browser: logs in (the dummy authenticator), fetches 00_welcome from the
+The student, in the browser: logs in (the dummy authenticator), fetches 03_self_attention from the
 Assignments tab, opens it in JupyterLab on the kernel "Python 3 (attention-course)", types the
-answer, runs the notebook and sees "Visible tests passed.", validates it with nbgrader's Validate
-button and submits it from the Assignments tab. The course account then sees the submission in the
-exchange (`nbgrader list --inbound`). Screenshots of each step go to build/browser/.
+answers, runs the cells up to the first test cell and sees "Visible tests passed." there, validates
+the notebook with nbgrader's Validate button and submits it from the Assignments tab. The course
+account collects it (`nbgrader collect`), and the instructor, logged in through the hub, sees the
+student's submission on the formgrader's Manage Submissions page. Screenshots of each step go to
+build/browser/.
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import re
 import shutil
 import sys
 import tempfile
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from course_utils.tooling.cells import read, solution_code
+from course_utils.tooling.cells import answer_cells, nbgrader_meta, read, solution_code
 from course_utils.tooling.release import prepare_scratch_course
 
 from conftest import ROOT
@@ -41,7 +45,8 @@ if CHROMIUM is None:
 
 pytestmark = pytest.mark.slow
 
-A = "00_welcome"
+A = "03_self_attention"
+FIRST_TEST = '# "The big dog": queries = keys = X'  # the opening of test_scaled_scores
 SHOTS = ROOT / "build" / "browser"
 KERNEL = "Python 3 (attention-course)"
 
@@ -77,8 +82,12 @@ def hub():
         settings = users.home(hub.student) / ".jupyter/lab/user-settings/@jupyterlab/apputils-extension"
         settings.mkdir(parents=True)
         (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+        # every cell in the page (no windowing): the test finds the answer cells by their text
+        tracker = settings.parent / "notebook-extension"
+        tracker.mkdir()
+        (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
         users.chown(users.home(hub.student) / ".jupyter", hub.student)
-        hub.inbound = lambda: users.run(GRADER, [*nbgrader, "list", "--inbound"], course, env)
+        hub.collect = lambda: users.run(GRADER, [*nbgrader, "collect", A], course, env)
         yield hub
     finally:
         leftovers = []
@@ -93,7 +102,10 @@ def hub():
 
 def test_a_student_in_the_browser(hub):
     student = hub.student
-    answer = solution_code(read(ROOT / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
+    answers = solution_code(read(ROOT / "solutions" / A / f"{A}.ipynb"))
+    release = list(answer_cells(read(ROOT / "notebooks" / A / f"{A}.ipynb")))
+    answer_ids = [nbgrader_meta(c)["grade_id"] for c in release]
+    code_answers = {nbgrader_meta(c)["grade_id"] for c in release if c.cell_type == "code"}
     shutil.rmtree(SHOTS, ignore_errors=True)
     SHOTS.mkdir(parents=True)
     step = iter(range(1, 100))
@@ -109,6 +121,10 @@ def test_a_student_in_the_browser(hub):
         def idle() -> None:
             page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=120_000)
 
+        def run_menu(item: str) -> None:
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_text(item, exact=True).click()
+
         try:
             # 1. log in (the dummy authenticator takes any password); the hub starts the server
             page.goto(hub.url + "/hub/login")
@@ -120,7 +136,7 @@ def test_a_student_in_the_browser(hub):
             page.locator(".jp-LauncherCard").first.wait_for()
             shot("lab")
 
-            # 2. fetch 00_welcome from the Assignments tab (nbgrader's lab extension)
+            # 2. fetch 03 from the Assignments tab (nbgrader's lab extension)
             page.get_by_role("menuitem", name="Nbgrader").click()
             page.get_by_text("Assignment List").click()
             released = page.locator("#released_assignments_list")
@@ -138,31 +154,44 @@ def test_a_student_in_the_browser(hub):
             idle()
             shot("notebook")
 
-            # 4. type the answer into the answer cell (inserted as text: no auto-indent or brackets)
-            cell = page.locator(".jp-CodeCell").filter(has_text="raise NotImplementedError()").first
-            cell.locator(".cm-content").click()
-            page.keyboard.press("Control+a")
-            page.keyboard.insert_text(answer)
-            shot("answer")
+            # 4. type the answers, in order: each code answer into the cell that still raises
+            #    NotImplementedError, the written answer into the Markdown cell that still says
+            #    YOUR ANSWER HERE (inserted as text: no auto-indent or brackets)
+            for number, grade_id in enumerate(answer_ids):
+                if grade_id in code_answers:
+                    cell = page.locator(".jp-CodeCell").filter(has_text="raise NotImplementedError()").first
+                else:
+                    cell = page.locator(".jp-MarkdownCell").filter(has_text="YOUR ANSWER HERE").first
+                    cell.dblclick()  # a rendered Markdown cell opens its editor
+                cell.locator(".cm-content").click()
+                page.keyboard.press("Control+a")
+                page.keyboard.insert_text(answers[grade_id])
+                if grade_id not in code_answers:
+                    page.keyboard.press("Shift+Enter")  # rendered again
+                if number == 0:
+                    shot("answer")
+            shot("answers")
 
-            # 5. run the whole notebook: the visible test says it passed
-            page.get_by_role("menuitem", name="Run", exact=True).click()
-            page.get_by_text("Run All Cells", exact=True).click()
-            passed = page.locator(".jp-OutputArea-output", has_text="Visible tests passed.")
+            # 5. run the cells above the first test cell, then the test cell: its visible test passed
+            test = page.locator(".jp-CodeCell").filter(has_text=FIRST_TEST).first
+            test.locator(".cm-content").click()
+            run_menu("Run All Above Selected Cell")
+            run_menu("Run Selected Cell")
+            passed = test.locator(".jp-OutputArea-output", has_text="Visible tests passed.")
             passed.wait_for(timeout=120_000)
             idle()
             passed.scroll_into_view_if_needed()
             page.wait_for_timeout(500)  # the notebook renders the cells it scrolled to
             shot("visible_tests_passed")
 
-            # 6. saved, then nbgrader's Validate button
+            # 6. saved, then nbgrader's Validate button (it runs the whole notebook)
             page.keyboard.press("Control+s")
             page.locator(".jp-mod-current.jp-mod-dirty").wait_for(state="detached")
             page.get_by_role("button", name="Validate").click()
             dialog = page.locator(".jp-Dialog")
-            dialog.wait_for(timeout=120_000)
-            dialog.get_by_text(re.compile("Success|passes all the tests", re.I)).wait_for(timeout=120_000)
+            dialog.wait_for(timeout=240_000)
             shot("validated")
+            assert re.search("Success|passes all the tests", dialog.inner_text(), re.I), dialog.inner_text()
             dialog.get_by_role("button").last.click()
 
             # 7. submit from the Assignments tab
@@ -172,13 +201,30 @@ def test_a_student_in_the_browser(hub):
             fetched.get_by_role("button", name="Submit").click()
             page.locator("#submitted_assignments_list").get_by_text(A).first.wait_for()
             shot("submitted")
+
+            # 8. the course account collects it; the instructor logs in (a browser session of their own)
+            #    and sees the submission on the formgrader's Manage Submissions page
+            collected = hub.collect()
+            assert collected.returncode == 0 and student in collected.stdout + collected.stderr, collected
+            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            page.set_default_timeout(60_000)
+            manage = f"/services/{COURSE}/formgrader/manage_submissions/{A}"
+            page.goto(hub.url + "/hub/login?" + urllib.parse.urlencode({"next": manage}))
+            page.fill("input[name=username]", "instructor")
+            page.fill("input[name=password]", "any")
+            page.click("input[type=submit], button[type=submit]")
+            authorize = page.get_by_role("button", name=re.compile("Authorize", re.I))
+            page.wait_for_url(re.compile(r"/formgrader/manage_submissions/|/oauth2/authorize"))
+            if "/oauth2/authorize" in page.url:  # the hub asks the instructor to let the formgrader in
+                shot("instructor_authorizes_formgrader")
+                authorize.click()
+            page.wait_for_url(re.compile(rf"/formgrader/manage_submissions/{A}"))
+            page.locator("table").get_by_text(student).first.wait_for()
+            shot("instructor_sees_submission")
         except Exception:
             shot("failure")
             raise
         finally:
             browser.close()
 
-    # 8. the instructor's side: the submission is in the exchange, under the student's name
-    inbound = hub.inbound()
-    assert inbound.returncode == 0 and f"{COURSE} {student} {A}" in inbound.stdout + inbound.stderr, inbound
     hub.api("DELETE", f"/hub/api/users/{student}/server")
