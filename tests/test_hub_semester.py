@@ -1,19 +1,25 @@
 """One short semester on a real JupyterHub, configured by deploy/jupyterhub/ unchanged.
 
 Components: JupyterHub (PyPI) and configurable-http-proxy (npm, `make setup`); real local users
-(as root: the course account and two students made with useradd, each server running as its
-user); nbgrader's exchange in a scratch folder; the formgrader as a hub service under the course
-account; a real PostgreSQL gradebook (pgserver). The hub loads deploy/jupyterhub/jupyterhub_config.py
-and the course directory is deploy/jupyterhub/nbgrader_config.py over the repository's config,
-both reached through the environment variables they read (see tests/hubclass.py).
+(as root, with a course Python other users can run: the course account and three students made
+with useradd, each server running as its user; else the simple spawner, see tests/hubclass.py);
+nbgrader's exchange in a scratch folder; the formgrader as a hub service under the course account;
+a real PostgreSQL gradebook (pgserver). The hub loads deploy/jupyterhub/jupyterhub_config.py and
+the course directory is deploy/jupyterhub/nbgrader_config.py over the repository's config, both
+reached through the environment variables they read.
 
-The semester, on 00_welcome in the ci profile: the course account releases (`course release`,
-`nbgrader release_assignment`); ada and bo fetch and submit through the hub (their servers'
-nbgrader endpoints and contents API, with tokens of their own): ada the solution's answer, bo the
-blank release; the course account collects and runs `course grade` (parallel, in the sandbox where
-it works); the formgrader, reached through the hub, shows the same scores from PostgreSQL and
-refuses a student; `course feedback` and `nbgrader release_feedback`; each student fetches feedback
-that is their own and carries no hidden test; `course export` has the scores. Nothing stays running.
+The semester, on 00_welcome and 03_self_attention in the ci profile: the course account releases
+both (`course release`, `nbgrader release_assignment`); ada, bo and cy fetch and submit both
+through the hub (their servers' nbgrader endpoints and contents API, with tokens of their own):
+ada the solutions, bo the blank release, cy the solutions with one curated mistake in 03
+(tests/mistakes/03_self_attention.py); the course account collects and runs `course grade` (the
+three students at once, in the sandbox where it works). ada's and cy's 03 are held for review
+(alike, and like the package's softmax) and the instructor accepts them (`course review`). The
+formgrader, reached through the hub, shows the same scores from PostgreSQL and refuses a student;
+the instructor grades ada's written answer there through its REST API (manual score and comment).
+`course feedback` and `nbgrader release_feedback`; each student fetches feedback that is their own
+(the comment only in ada's) and carries no hidden test; `course export` has the scores, the manual
+one included. Nothing stays running.
 
 This is also the course's PostgreSQL test (it replaced tests/test_postgres.py): grading before the
 release is refused, parallel grading records its scores there, no sqlite gradebook appears.
