@@ -1,12 +1,13 @@
 """The manual-grading view (``tooling/manual_view.py``): written answers beside the student's own run.
 
-Unit tests render views from the course's own notebooks (no kernel); one slow test grades a
-05_masking submission whose outputs came from a ``cpu`` run with real nbgrader and reads the
-view `course grade` wrote.
+Unit tests render views from the course's own notebooks (no kernel; a planted output stands for
+the run); one slow test executes a 05_masking submission in the ``cpu`` profile, as a student's
+laptop would, grades it with real nbgrader (``ci`` profile) and reads the view `course grade` wrote.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import subprocess
 import sys
@@ -101,24 +102,56 @@ def test_a_missing_cell_says_so():
     assert "cell not found in the submission" in page and CPU_LINE not in page
 
 
+def _executed_in_the_cpu_profile(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
+    """What the student's own run leaves in the notebook: executed top to bottom, cpu profile."""
+    from nbclient import NotebookClient
+
+    from course_utils.tooling.layout import KERNEL_NAME
+
+    previous = os.environ.get("COURSE_PROFILE")
+    os.environ["COURSE_PROFILE"] = "cpu"  # the kernel inherits it, as from a student's shell
+    try:
+        NotebookClient(nb, timeout=300, kernel_name=KERNEL_NAME, allow_errors=True,
+                       resources={"metadata": {"path": str(cwd)}}).execute()
+    finally:
+        os.environ["COURSE_PROFILE"] = previous if previous is not None else "ci"
+    return nb
+
+
 @pytest.mark.slow
 def test_grading_a_cpu_run_keeps_its_numbers_for_the_manual_grader(tmp_path):
+    """A 05_masking submission executed in the cpu profile (as a student's laptop runs it), then
+    graded (ci profile): the view holds the cpu run's outputs, never the re-run's, and no hidden line."""
     course = prepare_scratch_course(ROOT, tmp_path / "course", [M])
     generate_release(course, [M], verbose=False)
     folder = course / "submitted" / "ada" / M
     folder.mkdir(parents=True)
-    nbformat.write(_student_run(M, CPU_LINE), str(folder / f"{M}.ipynb"))
+    nb = fill_answers(_release(M), solution_code(_source(M)))
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "markdown" and meta.get("solution") and meta.get("grade"):
+            cell.source = "My own run: every row of values_left.grad[1] is NaN."
+    nb = _executed_in_the_cpu_profile(nb, folder)
+    nbformat.write(nb, str(folder / f"{M}.ipynb"))
+    cpu_header = next(line for cell in nb.cells[:8] for output in cell.get("outputs", [])
+                      for line in "".join(output.get("text", "")).splitlines() if "profile: cpu" in line)
+    run_cell = written_questions(_source(M))[0].run_cells[0][0]
+    cpu_output = "".join(o.get("text", "") for c in nb.cells if c.get("id") == run_cell for o in c.outputs).strip()
+    assert cpu_output, "the cell the question draws on printed nothing in the cpu run"
+
     env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT="60", COURSE_PROFILE="ci")
     graded = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", "grade", M], cwd=course, env=env,
                             capture_output=True, text=True, timeout=600)
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     assert f"build/manual/{M}" in graded.stdout
     page = view_path(course, M, "ada").read_text()
-    assert CPU_LINE in page, "the view must show the outputs as submitted (the cpu run), not the ci re-run"
-    leaked = [line for line in _hidden_lines(M) if line in page]
-    assert not leaked, f"hidden test lines in the manual-grading view: {leaked[:3]}"
+    assert html.escape(cpu_header) in page, "the view must show the submitted run's setup line (cpu profile)"
+    assert html.escape(cpu_output.splitlines()[0]) in page and "My own run" in page
     autograded = read(course / "autograded" / "ada" / M / f"{M}.ipynb")
-    assert CPU_LINE not in str([c.get("outputs") for c in autograded.cells]), "grading re-ran the notebook"
+    assert "profile: cpu" not in str([c.get("outputs") for c in autograded.cells]), "grading re-ran it (ci profile)"
+    assert "profile: ci" not in page, "the view shows the grader's re-run, not the student's run"
+    leaked = [line for line in _hidden_lines(M) if line in page or html.escape(line) in page]
+    assert not leaked, f"hidden test lines in the manual-grading view: {leaked[:3]}"
     review = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", "review", M], cwd=course, env=env,
                             capture_output=True, text=True, timeout=300)
     assert f"build/manual/{M}/ada.html" in review.stdout, review.stdout[-2000:]
