@@ -138,3 +138,16 @@ def test_ruff_finds_nothing():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     result = subprocess.run([ruff, "check", "--quiet", "."], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_every_module_is_on_the_map():
+    """A newcomer finds every module in its package's docstring (and CONTRIBUTING.md points there)."""
+    import course_utils
+    import course_utils.tooling
+
+    for package, folder in ((course_utils, ROOT / "src" / "course_utils"),
+                            (course_utils.tooling, ROOT / "src" / "course_utils" / "tooling")):
+        names = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+        missing = [name for name in names if f".{name}`" not in package.__doc__]
+        assert not missing, f"{package.__name__}'s docstring does not name {missing}"
+    assert (ROOT / "CONTRIBUTING.md").is_file()

@@ -2,11 +2,15 @@
 
 Notebook-facing modules, one concern each:
 
+- :mod:`course_utils.session`   -- every notebook's first call: seed, pick the device, say which.
 - :mod:`course_utils.device`    -- pick CUDA, then Apple MPS, then CPU, and say which.
 - :mod:`course_utils.seeding`   -- seed Python, NumPy and torch in one call.
 - :mod:`course_utils.profiles`  -- the ``COURSE_PROFILE`` switch (``ci``, ``cpu``, ``gpu``).
 - :mod:`course_utils.checks`    -- assertions for exercise tests, with readable messages.
 - :mod:`course_utils.plotting`  -- attention heatmaps and training curves.
+- :mod:`course_utils.progress`  -- progress bars and live curves in the ``cpu``/``gpu`` profiles
+  (silent in ``ci`` and while graded).
+- :mod:`course_utils.corpus`    -- offline text: Python's documentation prose, Shakespeare's plays.
 - :mod:`course_utils.attention` -- what notebook 03 builds: softmax, scaled dot-product
   attention, a single-head self-attention module.
 - :mod:`course_utils.seq2seq_data`, :mod:`course_utils.rnn_seq2seq`,
@@ -18,11 +22,15 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.positional` -- notebook 06: sinusoidal, learned and rotary positions.
 - :mod:`course_utils.blocks`, :mod:`course_utils.transformer_seq2seq` -- notebooks 07-08:
   LayerNorm, the feed-forward layer, transformer blocks, the encoder-decoder.
+- :mod:`course_utils.sentiment_data`, :mod:`course_utils.sentiment_models` -- notebooks 07, 09,
+  10: a generated sentiment set where word order matters, the classifiers of 07's ladder.
+- :mod:`course_utils.translation` -- notebook 08: offline English -> Portuguese / French pairs.
 - :mod:`course_utils.wordpiece`, :mod:`course_utils.bert` -- notebook 09: WordPiece, BERT, MLM.
 - :mod:`course_utils.gpt` -- notebook 10: a GPT, sampling, the KV cache, its training loop.
 - :mod:`course_utils.bpe` -- notebook 11: byte-level BPE (SmolLM2's tokenizer), a BPE trainer.
 - :mod:`course_utils.llama` -- notebook 11: RMSNorm, SwiGLU, rotate-half RoPE, grouped-query
-  attention, a KV cache, a Llama-style decoder and SmolLM2's weights from GGUF.
+  attention, a KV cache, a Llama-style decoder and SmolLM2's weights from GGUF
+  (:mod:`course_utils.gguf_file` reads the file).
 - :mod:`course_utils.lora` -- notebook 11: ``LoRALinear``, ``add_lora``, ``merge_lora``.
 - :mod:`course_utils.vit` -- notebook 12: the 8x8 digits, patches, patch embeddings, a ViT.
 - :mod:`course_utils.moe` -- notebook 12: top-k gating, the load-balancing loss, capacity, an
@@ -31,8 +39,12 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.diagrams` -- schematics drawn at run time: the RNN bottleneck against attention,
   post-LN and pre-LN, the encoder-decoder, the KV cache, GQA and RoPE's pairings, MoE routing.
 
+Grading's kernel side, imported only while a notebook is graded: :mod:`course_utils.agent`
+answers the trusted checker's questions in the student's kernel, over the plain-data format of
+:mod:`course_utils.wire`.
+
 Instructor tooling (nbgrader, the ``course`` command) lives in :mod:`course_utils.tooling`
-and is never imported by the notebooks.
+and is never imported by the notebooks. CONTRIBUTING.md maps both.
 """
 
 __version__ = "0.1.0"
