@@ -44,6 +44,26 @@ def root() -> Path:
     return ROOT
 
 
+def build_small_class(course: Path, students: dict[str, str | None]) -> Path:
+    """00_welcome released in ``course``; ``students``: id -> answer code (None: the blank release).
+    A small class for tests of the grading pipeline (local, parallel, Dask)."""
+    import nbformat
+
+    from course_utils.tooling.cells import fill_answers, read
+    from course_utils.tooling.release import generate_release, prepare_scratch_course
+
+    assignment = "00_welcome"
+    prepare_scratch_course(ROOT, course, [assignment])
+    generate_release(course, [assignment], verbose=False)
+    release = read(course / "notebooks" / assignment / f"{assignment}.ipynb")
+    for student, code in students.items():
+        folder = course / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nb = release if code is None else fill_answers(release, {"count_parameters": code})
+        nbformat.write(nb, str(folder / f"{assignment}.ipynb"))
+    return course
+
+
 # ----------------------------------------------------------------------------- longest first
 
 
@@ -94,15 +114,18 @@ _cells_failed: set[str] = set()
 _nbval_notebooks: set[str] = set()  # solution notebooks whose nbval cells this process collected
 
 
+def _solution_notebook(path: object) -> str | None:
+    """``"05_masking"`` for solutions/05_masking/05_masking.ipynb; None for any other path."""
+    path = Path(str(path))
+    return path.parent.name if path.suffix == ".ipynb" and path.parent.parent == ROOT / "solutions" else None
+
+
 def _notebook_of(item: pytest.Item) -> str | None:
     """The assignment whose solution notebook this nbval cell belongs to, or the assignment of a
     test_mistakes case; None for every other test."""
     if item.nodeid.split("@")[0].startswith(MISTAKES + "["):
         return item.callspec.params["assignment"]  # type: ignore[attr-defined]
-    path = Path(str(item.path))
-    if path.suffix == ".ipynb" and path.parent.parent == ROOT / "solutions":
-        return path.parent.name
-    return None
+    return _solution_notebook(item.path)
 
 
 def take_nbval_kernel(assignment: str):
@@ -117,15 +140,16 @@ def take_nbval_kernel(assignment: str):
 try:
     from nbval.plugin import IPyNbCell, IPyNbFile
 except ImportError:  # -p no:nbval, or nbval not installed: test_mistakes starts its own kernels
-    IPyNbFile = IPyNbCell = None
+    NBVAL_CELLS: tuple[type, ...] = ()
 else:
+    NBVAL_CELLS = (IPyNbCell,)
     _nbval_teardown = IPyNbFile.teardown
 
     def _teardown_handing_over(self) -> None:
-        name = Path(str(self.path)).parent.name
+        name = _solution_notebook(self.path)
         kernel = getattr(self, "kernel", None)
-        if (self.config.getoption("nbval_lax", False) and Path(str(self.path)).parent.parent == ROOT / "solutions"
-                and name not in _cells_failed and kernel is not None and kernel.is_alive()):
+        if (self.config.getoption("nbval_lax", False) and name is not None and name not in _cells_failed
+                and kernel is not None and kernel.is_alive()):
             _handed[name], self.kernel = kernel, None
         _nbval_teardown(self)
 
@@ -143,10 +167,6 @@ def _set_nodeid(item: pytest.Item, nodeid: str) -> None:
         item._nodeid = nodeid  # type: ignore[attr-defined]
 
 
-def _has_nbval_cells(items: list[pytest.Item]) -> bool:
-    return IPyNbFile is not None and any(isinstance(item, IPyNbCell) for item in items)
-
-
 # ----------------------------------------------------------------------------- longest first
 
 
@@ -159,26 +179,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     With nbval's cells collected, a solution notebook's cells and its mistakes case are one unit
     (an xdist group; expected time: the mistakes case's), cells in order, the mistakes last."""
     expected = expected_durations([item.nodeid.split("@")[0] for item in items], _known_durations(config))
-    grouped = _has_nbval_cells(items)
-
-    def unit(item: pytest.Item) -> str:
+    grouped = any(isinstance(item, NBVAL_CELLS) for item in items)
+    units: dict[int, str] = {}  # id(item) -> its module, or "notebook-NN" for a notebook's unit
+    for item in items:
         name = _notebook_of(item) if grouped else None
-        return f"notebook-{name}" if name else item.nodeid.split("::", 1)[0]
+        units[id(item)] = f"notebook-{name}" if name else item.nodeid.split("::", 1)[0]
 
     longest: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
-        longest[unit(item)] = max(longest.get(unit(item), 0.0), expected[item.nodeid.split("@")[0]])
-        first.setdefault(unit(item), index)
-        if isinstance(item, IPyNbCell if IPyNbFile is not None else ()):
-            _nbval_notebooks.add(unit(item).removeprefix("notebook-"))
-        if unit(item).startswith("notebook-") and getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:
-            _set_nodeid(item, f"{item.nodeid}@{unit(item)}")
+        unit, seconds = units[id(item)], expected[item.nodeid.split("@")[0]]
+        longest[unit] = max(longest.get(unit, 0.0), seconds)
+        first.setdefault(unit, index)
+        if not unit.startswith("notebook-"):
+            continue
+        if isinstance(item, NBVAL_CELLS):
+            _nbval_notebooks.add(unit.removeprefix("notebook-"))
+        if getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:
+            _set_nodeid(item, f"{item.nodeid}@{unit}")
 
     def key(item: pytest.Item) -> tuple[float, int, float]:
-        if unit(item).startswith("notebook-"):  # nbval's cells in order, then the mistakes
-            return (-longest[unit(item)], first[unit(item)], 1.0 if item.nodeid.startswith(MISTAKES) else 0.0)
-        return (-longest[unit(item)], first[unit(item)], -expected[item.nodeid.split("@")[0]])
+        unit = units[id(item)]
+        if unit.startswith("notebook-"):  # nbval's cells in order, then the mistakes
+            return (-longest[unit], first[unit], 1.0 if item.nodeid.startswith(MISTAKES) else 0.0)
+        return (-longest[unit], first[unit], -expected[item.nodeid.split("@")[0]])
 
     items.sort(key=key)  # stable: equal keys keep pytest's order, and every xdist worker sorts alike
 

@@ -16,18 +16,16 @@ import signal
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
 distributed = pytest.importorskip("distributed")
 
 from course_utils.tooling import dask_grading  # noqa: E402
-from course_utils.tooling.cells import fill_answers, read, solution_code  # noqa: E402
+from course_utils.tooling.cells import read, solution_code  # noqa: E402
 from course_utils.tooling.dask_grading import SubmissionResult, grade_on_dask, journal_path  # noqa: E402
 from course_utils.tooling.grading import autograde, read_scores  # noqa: E402
-from course_utils.tooling.release import generate_release, prepare_scratch_course  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
+from conftest import ROOT, build_small_class  # noqa: E402
 
 A = "00_welcome"
 TEST = "test_count_parameters"
@@ -42,19 +40,6 @@ def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
         yield c
-
-
-def build_class(course: Path, students: dict[str, str | None]) -> Path:
-    """00_welcome released in ``course``; ``students``: id -> answer code (None: the blank release)."""
-    prepare_scratch_course(ROOT, course, [A])
-    generate_release(course, [A], verbose=False)
-    release = read(course / "notebooks" / A / f"{A}.ipynb")
-    for student, code in students.items():
-        folder = course / "submitted" / student / A
-        folder.mkdir(parents=True)
-        nb = release if code is None else fill_answers(release, {"count_parameters": code})
-        nbformat.write(nb, str(folder / f"{A}.ipynb"))
-    return course
 
 
 def scores_kept(bundle, task, *, out: Path) -> SubmissionResult:
@@ -72,7 +57,7 @@ def grades(course: Path) -> dict[tuple[str, str], float]:
 @pytest.mark.slow
 def test_dask_grades_equal_serial_grades_and_a_dead_kernel_costs_one_student(tmp_path, client):
     solution = solution_code(read(ROOT / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
-    serial = build_class(tmp_path / "serial", {"a-solution": solution, "b-blank": None, "c-crash": CRASH})
+    serial = build_small_class(tmp_path / "serial", {"a-solution": solution, "b-blank": None, "c-crash": CRASH})
     on_dask = tmp_path / "dask"
     shutil.copytree(serial, on_dask)
     students = sorted(p.name for p in (serial / "submitted").iterdir())
@@ -123,7 +108,7 @@ def stand_in(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_worker_is_retried_elsewhere_and_recorded_once(tmp_path, client, stand_in):
-    course = build_class(tmp_path / "course", {"a-first": None, "b-killed": None, "c-last": None})
+    course = build_small_class(tmp_path / "course", {"a-first": None, "b-killed": None, "c-last": None})
     [run] = grade_on_dask(course, {A: ["a-first", "b-killed", "c-last"]}, client, progress=False,
                           execute=stand_in)
     assert [r.status for r in run.results] == ["graded"] * 3, run.results
@@ -138,7 +123,7 @@ def test_a_killed_worker_is_retried_elsewhere_and_recorded_once(tmp_path, client
 @pytest.mark.slow
 def test_an_interrupted_client_records_only_what_is_missing_when_run_again(tmp_path, client, stand_in, monkeypatch):
     students = [f"s{i}" for i in range(4)]
-    course = build_class(tmp_path / "course", dict.fromkeys(students))
+    course = build_small_class(tmp_path / "course", dict.fromkeys(students))
     record = dask_grading._record
 
     def interrupted(*args, **kwargs):
@@ -165,7 +150,7 @@ def test_a_task_past_its_wall_limit_is_reported_with_its_reason(tmp_path, client
     """Through `course grade A --scheduler ADDRESS --wall-limit 3`."""
     from course_utils.tooling import cli
 
-    course = build_class(tmp_path / "course", {"a-forever": "import time\ntime.sleep(600)\n"})
+    course = build_small_class(tmp_path / "course", {"a-forever": "import time\ntime.sleep(600)\n"})
     monkeypatch.setenv("COURSE_ROOT", str(course))
     assert cli.main(["grade", A, "--scheduler", client.scheduler.address, "--wall-limit", "3"]) == 0
     out = capsys.readouterr().out

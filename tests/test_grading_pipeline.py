@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from course_utils.tooling import cli
-from course_utils.tooling.cells import fill_answers, read, solution_code
+from course_utils.tooling.cells import read, solution_code
 from course_utils.tooling.gradebook import (
     AssignmentNotReleased,
     copy_assignment_definition,
@@ -34,9 +34,9 @@ from course_utils.tooling.grading import (
     student_result,
 )
 from course_utils.tooling.nbgrader_runner import write_course_config
-from course_utils.tooling.release import generate_release, prepare_scratch_course
+from course_utils.tooling.release import prepare_scratch_course
 
-from conftest import ROOT
+from conftest import ROOT, build_small_class
 
 A = "00_welcome"
 TEST = "test_count_parameters"
@@ -194,18 +194,6 @@ def test_grade_before_release_says_so(tmp_path):
     assert (folder / f"{A}.ipynb").is_file()  # nothing was moved or graded
     feedback = _course_cli("feedback", A, course=course)
     assert feedback.returncode != 0 and f"Run `course release {A}` first" in feedback.stderr
-
-
-def build_small_class(course: Path, students: dict[str, str | None]) -> None:
-    """00_welcome released in ``course``; ``students``: id -> answer code (None: the blank release)."""
-    prepare_scratch_course(ROOT, course, [A])
-    generate_release(course, [A], verbose=False)
-    release = read(course / "notebooks" / A / f"{A}.ipynb")
-    for student, code in students.items():
-        folder = course / "submitted" / student / A
-        folder.mkdir(parents=True)
-        nb = release if code is None else fill_answers(release, {"count_parameters": code})
-        nbformat.write(nb, str(folder / f"{A}.ipynb"))
 
 
 def solution_answer() -> str:
