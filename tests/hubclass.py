@@ -310,3 +310,14 @@ class Hub:
                 pass
             time.sleep(0.25)
         raise AssertionError(f"timed out after {seconds} s waiting for {what}:\n{self.log_tail()}")
+
+
+def shut_down(hub: "Hub | None", users: Users) -> list[str]:
+    """Stop the hub (if it started) and remove the test's users; what is still running after."""
+    leftovers: list[str] = []
+    if hub is not None:
+        hub.stop()
+        leftovers = hub.leftovers()
+    leftovers += users.leftover_processes()
+    users.remove()
+    return leftovers

@@ -32,7 +32,7 @@ from course_utils.tooling.cells import answer_cells, nbgrader_meta, read, soluti
 from course_utils.tooling.release import prepare_scratch_course
 
 from conftest import ROOT
-from hubclass import COURSE, GRADER, Hub, Users, missing_hub_tools, open_folder
+from hubclass import COURSE, GRADER, Hub, Users, missing_hub_tools, open_folder, shut_down
 
 if missing_hub_tools():
     pytest.skip(missing_hub_tools(), allow_module_level=True)
@@ -90,12 +90,7 @@ def hub():
         hub.collect = lambda: users.run(GRADER, [*nbgrader, "collect", A], course, env)
         yield hub
     finally:
-        leftovers = []
-        if hub is not None:
-            hub.stop()
-            leftovers = hub.leftovers()
-        leftovers += users.leftover_processes()
-        users.remove()
+        leftovers = shut_down(hub, users)
         shutil.rmtree(scratch, ignore_errors=True)
         assert not leftovers, "still running after the hub stopped:\n" + "\n".join(leftovers)
 

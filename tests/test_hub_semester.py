@@ -47,7 +47,7 @@ from course_utils.tooling.mistakes import load_mistakes
 from course_utils.tooling.release import prepare_scratch_course
 
 from conftest import ROOT
-from hubclass import CLASS_MODE, COURSE, GRADER, Hub, Users, missing_hub_tools, open_folder
+from hubclass import CLASS_MODE, COURSE, GRADER, Hub, Users, missing_hub_tools, open_folder, shut_down
 
 pgserver = pytest.importorskip("pgserver", reason="pgserver (PyPI) is not installed: pip install -e .[dev]")
 pytest.importorskip("psycopg2", reason="psycopg2-binary is not installed: pip install -e .[dev]")
@@ -117,12 +117,7 @@ def semester():
         print(f"[semester] hub up in {time.monotonic() - started:.1f} s ({CLASS_MODE})")
         yield Semester(scratch, users, course, env, hub)
     finally:
-        leftovers = []
-        if hub is not None:
-            hub.stop()
-            leftovers = hub.leftovers()
-        leftovers += users.leftover_processes()
-        users.remove()
+        leftovers = shut_down(hub, users)
         if server is not None:
             server.cleanup()
         shutil.rmtree(scratch, ignore_errors=True)
