@@ -526,11 +526,7 @@ class Checker:
             self.kernel_tensors[key] = tensor
             self.versions[key] = tensor._version
             return tensor
-        with torch.no_grad():
-            if known.shape == tensor.shape and known.dtype == tensor.dtype:
-                known.copy_(tensor)
-            else:
-                known.data = tensor.data
+        _set_values(known, tensor)
         known.grad = tensor.grad
         if known.is_leaf and known.requires_grad != tensor.requires_grad:
             known.requires_grad_(tensor.requires_grad)
@@ -698,23 +694,25 @@ def _mirror_state(module: torch.nn.Module, state: Any) -> None:
             tensor = getattr(holder, attribute)
         except (AttributeError, TypeError, KeyError):
             continue
-        if not isinstance(tensor, torch.Tensor) or tensor.device.type == "meta":
-            continue
-        with torch.no_grad():
-            if tensor.shape == value.shape and tensor.dtype == value.dtype:
-                tensor.copy_(value.to(tensor.device))
-            else:
-                tensor.data = value.detach().to(tensor.device)
+        if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
+            _set_values(tensor, value)
+
+
+def _set_values(local: torch.Tensor, new: torch.Tensor) -> None:
+    """``local`` takes ``new``'s values in place, and its dtype and shape where they differ."""
+    with torch.no_grad():
+        if local.device.type == "meta":
+            local.data = new.detach()
+        elif local.shape == new.shape and local.dtype == new.dtype:
+            local.copy_(new.to(local.device))
+        else:
+            local.data = new.detach().to(local.device)
 
 
 def _write_back(local: Any, new: Any) -> None:
     """An argument the kernel's code changed in place: change ours the same way."""
     if isinstance(local, torch.Tensor) and isinstance(new, torch.Tensor):
-        with torch.no_grad():
-            if local.shape == new.shape and local.dtype == new.dtype and local.device.type != "meta":
-                local.copy_(new.to(local.device))
-            else:
-                local.data = new.detach().to(local.device) if local.device.type != "meta" else new.detach()
+        _set_values(local, new)
         if local.is_leaf and local.requires_grad != new.requires_grad and (new.is_floating_point() or not new.requires_grad):
             local.requires_grad_(new.requires_grad)
     elif isinstance(local, torch.Generator) and isinstance(new, torch.Generator):
