@@ -179,6 +179,17 @@ def test_generate_identical_with_and_without_cache(kwargs):
     assert torch.equal(a[:, :4], prompt)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_a_cpu_generator_samples_a_gpu_model():  # pragma: no cover - needs a GPU
+    """10 seeds a `torch.Generator()` (CPU) and generates with the model on the GPU: the draw happens on
+    the generator's device, so the same seed gives the same text on either (an H200 first found this)."""
+    m = small_model(seed=4)
+    prompt = torch.randint(0, 31, (2, 4))
+    on_cpu = generate(m, prompt, 12, temperature=1.0, top_k=5, generator=torch.Generator().manual_seed(9))
+    on_gpu = generate(m.cuda(), prompt.cuda(), 12, temperature=1.0, top_k=5, generator=torch.Generator().manual_seed(9))
+    assert on_gpu.device.type == "cuda" and torch.equal(on_gpu.cpu(), on_cpu)
+
+
 def test_greedy_is_argmax():
     m = small_model(seed=5)
     prompt = torch.randint(0, 31, (1, 3))

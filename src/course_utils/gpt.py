@@ -265,7 +265,17 @@ def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top
         return logits.argmax(dim=-1, keepdim=True)
     logits = top_p_filter(top_k_filter(apply_temperature(logits, temperature), top_k), top_p)
     probs = torch.softmax(logits.float(), dim=-1)
-    return torch.multinomial(probs, 1, generator=generator)
+    return sample_next(probs, generator)
+
+
+def sample_next(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``probs (B, V)`` -> ids ``(B, 1)`` drawn with ``generator``, on the probabilities' device.
+
+    A generator made with ``torch.Generator()`` lives on the CPU, and ``torch.multinomial`` refuses
+    one of another device: then the draw happens on the CPU, so a seed gives the same text on either."""
+    if generator is None or generator.device == probs.device:
+        return torch.multinomial(probs, 1, generator=generator)
+    return torch.multinomial(probs.to(generator.device), 1, generator=generator).to(probs.device)
 
 
 def generate(

@@ -32,7 +32,7 @@ from torch import nn
 
 from course_utils.device import cpu_threads
 from course_utils.gguf_file import GGML_BLOCK_SIZES, GGUFFile
-from course_utils.gpt import apply_temperature, top_k_filter, top_p_filter
+from course_utils.gpt import apply_temperature, sample_next, top_k_filter, top_p_filter
 from course_utils.masking import causal_mask
 
 __all__ = [
@@ -356,7 +356,7 @@ class Llama(nn.Module):
                 nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
             else:
                 logits = top_p_filter(top_k_filter(apply_temperature(logits, temperature), top_k), top_p)
-                nxt = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+                nxt = sample_next(torch.softmax(logits, dim=-1), generator)
             if len(stop):
                 nxt = torch.where(done[:, None], stop[0], nxt)
                 done = done | torch.isin(nxt[:, 0], stop)

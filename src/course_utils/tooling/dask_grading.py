@@ -5,7 +5,7 @@
 
 1. **execute** (on the workers): each task carries one student's submission and is given the
    assignment's :class:`AssignmentBundle` (its source folder, a sqlite gradebook holding its
-   definition only, and the course's nbgrader settings), scattered to the workers once. The
+   definition only, and the course's nbgrader settings), sent once as a task of its own. The
    worker grades it with nbgrader's API in a private scratch course, each kernel in the
    sandbox (``SandboxedExecute``: the executor of ``course grade``), and returns plain data
    (:class:`SubmissionResult`): nbgrader's outcome, the executed notebook, its scores per cell,
@@ -141,7 +141,7 @@ def _digest(*parts: Mapping[str, bytes] | str) -> str:
 
 
 def assignment_bundle(course_dir: Path, assignment: str, *, profile: str = "ci", db_url: str | None = None) -> AssignmentBundle:
-    """The :class:`AssignmentBundle` of ``assignment``: built once per run, scattered to the workers."""
+    """The :class:`AssignmentBundle` of ``assignment``: built once per run, sent to the cluster once."""
     from unittest import mock
 
     from course_utils.tooling.gradebook import copy_assignment_definition, course_db_url, nbgrader_config
@@ -350,6 +350,11 @@ def _failure(assignment: str, student: str, error: BaseException) -> StudentResu
     return StudentResult(student, assignment, "failed", reason)
 
 
+def _bundle(bundle: AssignmentBundle) -> AssignmentBundle:
+    """The task that holds an assignment's bundle on the cluster (recomputed if its worker dies)."""
+    return bundle
+
+
 def grade_on_dask(
     course_dir: Path,
     classes: Mapping[str, Sequence[str]],
@@ -385,18 +390,22 @@ def grade_on_dask(
         bundles = {name: assignment_bundle(course_dir, name, profile=profile, db_url=db_url) for name in classes}
         priority = expected_seconds(course_dir, list(classes))
         owners: dict[Any, tuple[str, str]] = {}  # future -> (assignment, student)
+        keep: list[Any] = []  # each assignment's bundle future, held until its tasks are done
         for name, students in classes.items():
             done = {(e["student"], e["digest"]) for e in _journal(course_dir, name) if e.get("status") == "recorded"}
-            scattered = None
+            shared = None
             for student in students:
                 task = submission_task(course_dir, name, student, profile=profile, wall_limit=wall_limit, sandbox=sandbox)
                 if (student, f"{bundles[name].digest}:{task.digest}") in done:
                     results[(name, student)] = StudentResult(student, name, "graded")  # recorded by an earlier run
                     continue
                 task = dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
-                if scattered is None:
-                    scattered = client.scatter(bundles[name], broadcast=True, hash=False)
-                future = client.submit(execute, scattered, task, key=f"grade-{name}-{student}-{task.digest[-12:]}",
+                if shared is None:
+                    # a task, not scattered data: a worker lost with it has it computed again elsewhere
+                    # (data scattered to a worker that dies is gone, and every task needing it fails)
+                    shared = client.submit(_bundle, bundles[name], key=f"bundle-{name}-{bundles[name].digest[:12]}")
+                    keep.append(shared)
+                future = client.submit(execute, shared, task, key=f"grade-{name}-{student}-{task.digest[-12:]}",
                                        priority=round(priority[name] * 1000), pure=False)
                 owners[future] = (name, student)
         if progress and results:
