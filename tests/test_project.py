@@ -147,7 +147,8 @@ def test_every_module_is_on_the_map():
 
     for package, folder in ((course_utils, ROOT / "src" / "course_utils"),
                             (course_utils.tooling, ROOT / "src" / "course_utils" / "tooling")):
-        names = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+        names = sorted(str(p.relative_to(folder).with_suffix("")).replace("/", ".")
+                       for p in [*folder.glob("*.py"), *folder.glob("checks/*.py")] if p.stem != "__init__")
         missing = [name for name in names if f".{name}`" not in package.__doc__]
         assert not missing, f"{package.__name__}'s docstring does not name {missing}"
     assert (ROOT / "CONTRIBUTING.md").is_file()

@@ -6,7 +6,9 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.device`    -- pick CUDA, then Apple MPS, then CPU, and say which.
 - :mod:`course_utils.seeding`   -- seed Python, NumPy and torch in one call.
 - :mod:`course_utils.profiles`  -- the ``COURSE_PROFILE`` switch (``ci``, ``cpu``, ``gpu``).
-- :mod:`course_utils.checks`    -- assertions for exercise tests, with readable messages.
+- :mod:`course_utils.checks`    -- what exercise tests import, in three modules:
+  :mod:`course_utils.checks.assertions` (readable assertions), :mod:`course_utils.checks.probes`
+  (devices, dtypes, gradients, generators), :mod:`course_utils.checks.integrity` (own work).
 - :mod:`course_utils.plotting`  -- attention heatmaps and training curves.
 - :mod:`course_utils.progress`  -- progress bars and live curves in the ``cpu``/``gpu`` profiles
   (silent in ``ci`` and while graded).

@@ -74,7 +74,7 @@ def secret_lines(root: Path) -> tuple[set[str], set[str]]:
 
     Public is what the course publishes on purpose: the solutions' notebooks with every
     solution and hidden block removed (what a release is made from) and the notebook-facing
-    library ``src/course_utils/*.py`` (it holds the reference implementations of what earlier
+    library ``src/course_utils/`` without ``tooling/`` (it holds the reference implementations of what earlier
     notebooks built; answers that call it are refused by ``checks.own_work`` and flagged).
     """
     hidden: set[str] = set()
@@ -86,8 +86,10 @@ def secret_lines(root: Path) -> tuple[set[str], set[str]]:
                 for match in _BLOCK.finditer(cell.source):
                     (hidden if match.group("kind").startswith("HIDDEN") else solution).update(_lines(match.group("body")))
                 public |= _lines(_BLOCK.sub("", cell.source))
-    for module in (root / "src" / "course_utils").glob("*.py"):
-        public |= _lines(module.read_text())
+    package = root / "src" / "course_utils"
+    for module in package.rglob("*.py"):
+        if module.relative_to(package).parts[0] != "tooling":  # the library and its subpackages (checks/)
+            public |= _lines(module.read_text())
     return hidden - public, solution - public
 
 

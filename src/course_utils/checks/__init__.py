@@ -1,0 +1,50 @@
+"""What exercise tests use, in three parts (each a module of its own):
+
+- :mod:`course_utils.checks.assertions` -- ``check``, ``check_close`` and the other assertions
+  whose messages students read (``CheckFailed``, ``leaves_unchanged``, ``substitute``).
+- :mod:`course_utils.checks.probes` -- behaviour students get wrong without noticing: devices
+  and dtypes, gradients, generators.
+- :mod:`course_utils.checks.integrity` -- the answer is the student's own work (``own_work``,
+  ``check_defined_here``, ``banned_calls``), and the hooks the grader's checker uses.
+
+Test cells import every name from here (``from course_utils.checks import check_close``).
+"""
+
+from __future__ import annotations
+
+# The private names are the grader's: tooling/checker.py and agent.py reach them through here.
+from course_utils.checks.assertions import (  # noqa: F401
+    CheckFailed,
+    _fail,
+    _tensors_in,
+    check,
+    check_close,
+    check_raises,
+    check_scalar,
+    check_shape,
+    check_type,
+    leaves_unchanged,
+    substitute,
+)
+from course_utils.checks.integrity import _REMOTE_MODES  # noqa: F401
+from course_utils.checks.integrity import banned_calls, check_defined_here, own_work
+from course_utils.checks.probes import _DeviceMixing, _NewTensorsOnMeta  # noqa: F401
+from course_utils.checks.probes import check_backward, check_device_dtype, check_generator
+
+__all__ = [
+    "CheckFailed",
+    "check",
+    "check_type",
+    "check_shape",
+    "check_close",
+    "check_scalar",
+    "check_raises",
+    "leaves_unchanged",
+    "substitute",
+    "check_device_dtype",
+    "check_backward",
+    "check_generator",
+    "own_work",
+    "check_defined_here",
+    "banned_calls",
+]
