@@ -32,7 +32,8 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.bpe` -- notebook 11: byte-level BPE (SmolLM2's tokenizer), a BPE trainer.
 - :mod:`course_utils.llama` -- notebook 11: RMSNorm, SwiGLU, rotate-half RoPE, grouped-query
   attention, a KV cache, a Llama-style decoder and SmolLM2's weights from GGUF
-  (:mod:`course_utils.gguf_file` reads the file).
+  (:mod:`course_utils.gguf_file` reads the file, :mod:`course_utils.gguf_weights` dequantises
+  its tensors into a state dict).
 - :mod:`course_utils.lora` -- notebook 11: ``LoRALinear``, ``add_lora``, ``merge_lora``.
 - :mod:`course_utils.vit` -- notebook 12: the 8x8 digits, patches, patch embeddings, a ViT.
 - :mod:`course_utils.moe` -- notebook 12: top-k gating, the load-balancing loss, capacity, an

@@ -14,7 +14,7 @@ A GGUF file (spec: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md; v2
 :func:`read_gguf_metadata` reads part 2 (:mod:`course_utils.bpe` uses it for the tokenizer);
 :class:`GGUFFile` reads parts 1-3 and hands out the tensor bytes as zero-copy NumPy / torch views
 of a copy-on-write memory map (:meth:`GGUFFile.raw`, :meth:`GGUFFile.tensor`). What the bytes of
-a quantised tensor mean (Q4_1, Q8_0...) is :mod:`course_utils.llama`'s business. The ``gguf``
+a quantised tensor mean (Q4_1, Q8_0...) is :mod:`course_utils.gguf_weights`' business. The ``gguf``
 package (PyPI) reads the same values more slowly; ``tests/test_gguf_file.py`` compares the two.
 """
 
