@@ -33,7 +33,7 @@ from _common import write_result  # noqa: E402
 
 from course_utils.benchmark import synchronize  # noqa: E402
 from course_utils.device import get_device  # noqa: E402
-from course_utils.gpt import GPT, GPTConfig, generation_speed, lm_batch, training_speed  # noqa: E402
+from course_utils.gpt import GPT, GPTConfig, generation_speed, lm_batch, lm_train_step  # noqa: E402
 
 VOCAB = 96  # about the character vocabulary of the notebook's corpus
 NOTEBOOK_10 = GPTConfig(VOCAB, block_size=128, n_layer=4, n_head=4, d_model=128)
@@ -123,13 +123,10 @@ def training_step_ratio(config: GPTConfig, batch_size: int, repeats: int, device
         optimiser = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                                       lr=3e-3, betas=(0.9, 0.95))
 
-        def step(x: torch.Tensor, y: torch.Tensor) -> None:  # as course_utils.gpt.train_lm does
-            logits = model(x)
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimiser.step()
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: 1.0)
+
+        def step(x: torch.Tensor, y: torch.Tensor) -> None:  # train_lm's default step
+            lm_train_step(model, x, y, optimiser, scheduler, max_norm=1.0)
         return step
 
     steps = {"course": make_step(course), "reference": make_step(reference)}
@@ -146,6 +143,31 @@ def training_step_ratio(config: GPTConfig, batch_size: int, repeats: int, device
     course_s, reference_s = (statistics.median(times[n]) for n in ("course", "reference"))
     return {"course_ms": 1e3 * course_s, "reference_ms": 1e3 * reference_s, "ratio": course_s / reference_s,
             "logit_diff": logit_diff}
+
+
+def training_speed(config: GPTConfig, batch_size: int = 32, steps: int = 10, warmup: int = 2,
+                   device: torch.device | str = "cpu", seed: int = 0) -> float:
+    """Training tokens/s of a fresh :class:`GPT` on random tokens, one ``lm_train_step`` per batch
+    (forward, cross-entropy, backward, clipping, AdamW)."""
+    torch.manual_seed(seed)
+    model = GPT(config).to(device)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: 1.0)
+    gen = torch.Generator().manual_seed(seed)
+    data = torch.randint(0, config.vocab_size, (10 * config.block_size * batch_size,), generator=gen)
+
+    def step() -> None:
+        x, y = lm_batch(data, config.block_size, batch_size, gen, device)
+        lm_train_step(model, x, y, optimiser, scheduler)
+
+    for _ in range(warmup):
+        step()
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    synchronize(device)
+    return steps * batch_size * config.block_size / (time.perf_counter() - start)
 
 
 def main() -> int:
@@ -216,7 +238,7 @@ def main() -> int:
         "",
         "## Training throughput",
         "",
-        f"{model_name} ({shape}), batch 32, forward + backward + AdamW,",
+        f"{model_name} ({shape}), batch 32, `lm_train_step` (forward, backward, clipping, AdamW),",
         f"10 steps after 2 warm-up steps: **{train_tps:.0f} tokens/s** on `{device}`.",
         "",
         f"Command: `{command}`.",

@@ -28,7 +28,9 @@ Notebook-facing modules, one concern each:
   10: a generated sentiment set where word order matters, the classifiers of 07's ladder.
 - :mod:`course_utils.translation` -- notebook 08: offline English -> Portuguese / French pairs.
 - :mod:`course_utils.wordpiece`, :mod:`course_utils.bert` -- notebook 09: WordPiece, BERT, MLM.
-- :mod:`course_utils.gpt` -- notebook 10: a GPT, sampling, the KV cache, its training loop.
+- :mod:`course_utils.gpt` -- notebook 10: a GPT, generation, the KV cache, its training loop.
+- :mod:`course_utils.sampling` -- notebooks 10-11: temperature, top-k, top-p, the next token
+  (shared by ``gpt`` and ``llama``).
 - :mod:`course_utils.bpe` -- notebook 11: byte-level BPE (SmolLM2's tokenizer), a BPE trainer.
 - :mod:`course_utils.llama` -- notebook 11: RMSNorm, SwiGLU, rotate-half RoPE, grouped-query
   attention, a KV cache, a Llama-style decoder and SmolLM2's weights from GGUF

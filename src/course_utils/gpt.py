@@ -11,13 +11,15 @@ V vocab_size. Masks follow :mod:`course_utils.masking` (boolean, True = allowed)
 - :class:`GPT` -- token + learned position embeddings, blocks, final LayerNorm, LM head whose
   weight *is* the token embedding (weight tying); GPT-2 initialisation (std 0.02, residual
   projections 0.02 / sqrt(2 n_layer)).
-- sampling: :func:`apply_temperature`, :func:`top_k_filter`, :func:`top_p_filter`, :func:`generate`.
+- :func:`generate`, with the temperature, top-k and top-p of :mod:`course_utils.sampling` (whose
+  functions notebook 10's tests still import from here).
 - training: :func:`lm_batch` (input/target shift), :func:`bigram_log_probs` / :func:`bigram_loss`
   (the baseline), :func:`estimate_loss`, :func:`lm_train_step` (one optimisation step; notebook 10's
   exercise writes its own), :func:`train_lm` (the loop, which takes any such step as ``step_fn``).
 - prompting: :func:`continuation_log_likelihood` (how likely a continuation is after a prompt).
 - classification: :func:`last_token_pool`, :class:`GPTClassifier`, :func:`encode_padded`.
-- benchmarks: :func:`generation_speed`, :func:`training_speed`.
+- :func:`generation_speed` -- tokens/s with and without the KV cache (notebook 10 times it; the
+  training-speed benchmark lives in ``benchmarks/bench_gpt.py``).
 """
 
 from __future__ import annotations
@@ -38,14 +40,16 @@ from course_utils.device import cpu_threads as threads_for_cpu  # the argument b
 from course_utils.masking import causal_mask
 from course_utils.multihead import merge_heads, split_heads
 from course_utils.progress import progress
+from course_utils.sampling import next_token
+from course_utils.sampling import apply_temperature, sample_next, top_k_filter, top_p_filter  # noqa: F401 - notebook 10's tests import them from here
 
 __all__ = [
     "GPTConfig", "KVCache", "CausalSelfAttention", "Block", "GPT", "gpt2_init_",
-    "apply_temperature", "top_k_filter", "top_p_filter", "generate",
+    "generate",
     "lm_batch", "bigram_log_probs", "bigram_loss", "estimate_loss", "lm_train_step", "warmup_cosine", "train_lm",
     "continuation_log_likelihood",
     "last_token_pool", "GPTClassifier", "encode_padded",
-    "generation_speed", "training_speed",
+    "generation_speed",
 ]
 
 
@@ -227,57 +231,7 @@ class GPT(nn.Module):
         return self.lm_head(self.hidden(idx, cache))  # (B, T, V)
 
 
-# --------------------------------------------------------------------------- sampling
-def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``logits / temperature``: below 1 sharpens the distribution, above 1 flattens it."""
-    if temperature <= 0:
-        raise ValueError("temperature must be > 0 (use temperature=0 in generate() for greedy decoding)")
-    return logits / temperature
-
-
-def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
-    """Keep the ``k`` largest logits of the last axis (ties with the k-th are kept), set the rest to -inf."""
-    if k is None or k >= logits.size(-1):
-        return logits
-    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest
-    return logits.masked_fill(logits < kth, float("-inf"))
-
-
-def top_p_filter(logits: torch.Tensor, p: float | None) -> torch.Tensor:
-    """Nucleus filter: keep the smallest set of most likely tokens whose probabilities add up to
-    at least ``p`` (the token that crosses ``p`` is kept). ``p >= 1`` (or None) filters nothing;
-    the most likely token is always kept, even for ``p <= 0`` (then only it can be drawn)."""
-    if p is None or p >= 1.0:
-        return logits
-    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
-    probs = torch.softmax(sorted_logits, dim=-1)
-    mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
-    drop_sorted = mass_before >= p  # already reached p without this token
-    drop_sorted[..., 0] = False  # the most likely token stays, even for p <= 0 (else all -inf)
-    drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
-    return logits.masked_fill(drop, float("-inf"))
-
-
-def _next_token(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None,
-                generator: torch.Generator | None) -> torch.Tensor:
-    """``logits (B, V)`` -> next ids ``(B, 1)``: greedy when temperature == 0, else sample."""
-    if temperature == 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = top_p_filter(top_k_filter(apply_temperature(logits, temperature), top_k), top_p)
-    probs = torch.softmax(logits.float(), dim=-1)
-    return sample_next(probs, generator)
-
-
-def sample_next(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """``probs (B, V)`` -> ids ``(B, 1)`` drawn with ``generator``, on the probabilities' device.
-
-    A generator made with ``torch.Generator()`` lives on the CPU, and ``torch.multinomial`` refuses
-    one of another device: then the draw happens on the CPU, so a seed gives the same text on either."""
-    if generator is None or generator.device == probs.device:
-        return torch.multinomial(probs, 1, generator=generator)
-    return torch.multinomial(probs.to(generator.device), 1, generator=generator).to(probs.device)
-
-
+# --------------------------------------------------------------------------- generation (sampling: course_utils.sampling)
 def generate(
     model: GPT,
     idx: torch.Tensor,
@@ -310,7 +264,7 @@ def generate(
                 logits = model(idx[:, -block:], cache)[:, -1]  # prefill
             else:
                 logits = model(idx[:, -1:], cache)[:, -1]  # one new position
-            nxt = _next_token(logits, temperature, top_k, top_p, generator)
+            nxt = next_token(logits, temperature, top_k, top_p, generator)
             idx = torch.cat([idx, nxt], dim=1)
     model.train(was_training)
     return idx.clone()  # an inference-mode tensor could not be used where autograd records
@@ -522,29 +476,3 @@ def generation_speed(
     result["speedup"] = result["with_cache"] / result["without_cache"]
     result["identical"] = bool(torch.equal(outputs[True], outputs[False]))
     return result
-
-
-def training_speed(config: GPTConfig, batch_size: int = 32, steps: int = 10, warmup: int = 2,
-                   device: torch.device | str = "cpu", seed: int = 0) -> float:
-    """Training tokens/s (forward, backward, AdamW step) of a fresh :class:`GPT` on random tokens."""
-    torch.manual_seed(seed)
-    model = GPT(config).to(device)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    gen = torch.Generator().manual_seed(seed)
-    data = torch.randint(0, config.vocab_size, (10 * config.block_size * batch_size,), generator=gen)
-
-    def step() -> None:
-        x, y = lm_batch(data, config.block_size, batch_size, gen, device)
-        loss = F.cross_entropy(model(x).reshape(-1, config.vocab_size), y.reshape(-1))
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-
-    for _ in range(warmup):
-        step()
-    synchronize(device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    synchronize(device)
-    return steps * batch_size * config.block_size / (time.perf_counter() - start)

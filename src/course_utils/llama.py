@@ -32,8 +32,8 @@ from torch import nn
 from course_utils.gguf_weights import (  # noqa: F401 - permute_qk and the dequantisers: re-exported for notebook 11
     dequantize_q4_1, dequantize_q8_0, llama_hyperparameters, load_gguf_state_dict, open_gguf, permute_qk, unpermute_qk,
 )
-from course_utils.gpt import apply_temperature, sample_next, top_k_filter, top_p_filter
 from course_utils.masking import causal_mask
+from course_utils.sampling import next_token
 
 __all__ = [
     "LlamaConfig", "RMSNorm", "SwiGLU", "rope_cos_sin", "apply_rope", "rotate_half", "repeat_kv",
@@ -339,7 +339,7 @@ class Llama(nn.Module):
         """Extend ``idx (B, T0)`` by at most ``max_new_tokens`` tokens -> ``(B, T0 + n)``.
 
         ``temperature=0`` is greedy; otherwise sample after temperature, top-k and top-p filters
-        (:mod:`course_utils.gpt`). Stops early once every row has produced one of ``stop_ids``
+        (:mod:`course_utils.sampling`). Stops early once every row has produced one of ``stop_ids``
         (the stop token is kept; rows already stopped are padded with it). With the cache: one
         prefill on the prompt, then one position per step; without, the whole sequence every step.
         """
@@ -352,11 +352,7 @@ class Llama(nn.Module):
         step_input = idx
         for _ in range(max_new_tokens):
             logits = self(step_input if use_cache else idx, cache)[:, -1].float()  # (B, V)
-            if temperature == 0:
-                nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-            else:
-                logits = top_p_filter(top_k_filter(apply_temperature(logits, temperature), top_k), top_p)
-                nxt = sample_next(torch.softmax(logits, dim=-1), generator)
+            nxt = next_token(logits, temperature, top_k, top_p, generator)  # (B, 1)
             if len(stop):
                 nxt = torch.where(done[:, None], stop[0], nxt)
                 done = done | torch.isin(nxt[:, 0], stop)
