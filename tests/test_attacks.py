@@ -176,8 +176,8 @@ def _build_class(course: Path, spellings: tuple[str, ...]) -> tuple[dict[str, tu
     full_release = {a: read(course / "notebooks" / a / f"{a}.ipynb") for a in ASSIGNMENTS}
     release = {a: _light(nb) for a, nb in full_release.items()}
     solution = {a: solution_code(read(course / "solutions" / a / f"{a}.ipynb")) for a in ASSIGNMENTS}
-    # 03's canonical stable_softmax is the package's softmax (similarity 0.76: held until accepted, as
-    # similarity.py says); the honest classmate writes it in a curated alternative style instead
+    # the honest classmate writes 03's stable_softmax in a curated alternative style (the model answer is
+    # the package's softmax, similarity 0.76: a canonical cell, compared between students only)
     solution[A03]["stable_softmax"] = next(alt.source for alt in load_accepted(ROOT, A03)
                                            if alt.name == HONEST_SOFTMAX)
     notebooks: dict[tuple[str, str], nbformat.NotebookNode] = {}

@@ -14,7 +14,7 @@ through the hub (their servers' nbgrader endpoints and contents API, with tokens
 ada the solutions, bo the blank release, cy the solutions with one curated mistake in 03
 (tests/mistakes/03_self_attention.py); the course account collects and runs `course grade` (the
 three students at once, in the sandbox where it works). ada's and cy's 03 are held for review
-(alike, and like the package's softmax) and the instructor accepts them (`course review`). The
+(alike: cy's is ada's with one change) and the instructor accepts them (`course review`). The
 formgrader, reached through the hub, shows the same scores from PostgreSQL and refuses a student;
 the instructor grades ada's written answer there through its REST API (manual score and comment).
 `course feedback` and `nbgrader release_feedback`; each student fetches feedback that is their own
@@ -203,7 +203,7 @@ def test_a_semester_on_jupyterhub(semester: Semester, monkeypatch):
     print(out[-700:])
     _lap("collect and grade", clock)
 
-    # 4. ada's and cy's 03 are held for review: alike, and their softmax like the package's. The
+    # 4. ada's and cy's 03 are held for review: alike (cy's is ada's with one change). The
     #    instructor accepts both (their autograded scores stand; the written answer is left to a person)
     review = s.ok("course", "review", S)
     assert f"HELD {ada}" in review and f"HELD {cy}" in review and f"HELD {bo}" not in review, review

@@ -164,6 +164,20 @@ def test_compare_answers_pairs_copies_and_leaves_separate_work_alone():
     assert [p.score for p in result.pairs] == sorted((p.score for p in result.pairs), reverse=True)
 
 
+def test_canonical_cells_are_compared_between_students_only():
+    """Where the model answer is the package's own code (12's gating, loss and capacity cells score 1.0 against
+    course_utils.moe), an honest student who writes it scores what a copier does: no reference pairs there,
+    the cells are named, and students are still paired with each other."""
+    source = _source(MOE)
+    answers = _moe_answers()
+    result = compare_answers(MOE, answers, stub_sources(source), similarity.reference_sources(source),
+                             solutions=solution_code(source))
+    assert set(result.canonical) >= {"top_k_gating", "load_balancing_loss", "capacity_keep"}
+    assert all(score >= THRESHOLD for score in result.canonical.values())
+    assert not [p for p in result.pairs if p.other == REFERENCE]
+    assert result.students == {"twin-a", "twin-b"}, result.pairs
+
+
 def test_common_code_of_a_large_class_does_not_pair_students():
     """Twelve students who all wrote the same answer: the class's common code, not copying."""
     source = _source(MOE)
@@ -282,39 +296,42 @@ def moe_class(tmp_path, monkeypatch):
 def test_held_submissions_listed_exported_and_decided(moe_class, capsys):
     course = moe_class
     reviews = review_submissions(course, [MOE], csv_dir=course / "build" / "flags")
-    assert held(reviews) == {(MOE, s) for s in ("copier", "twin-a", "twin-b", "snoop")}
+    # 12's referenced cells are canonical (the model answer is course_utils.moe's code): the copier of the
+    # reference scores what a student writing the model answer alone would, so is compared with students only
+    assert held(reviews) == {(MOE, s) for s in ("twin-a", "twin-b", "snoop")}
     assert {f.rule for f in reviews[(MOE, "snoop")].flags} == {"environment"}
     rows = list(csv.DictReader((course / "build" / "flags" / f"{MOE}-similarity.csv").open()))
     assert {(r["cell"], r["student"], r["other"]) for r in rows} >= {
-        ("capacity_keep", "twin-a", "twin-b"), ("top_k_gating", "copier", REFERENCE)}
+        ("capacity_keep", "twin-a", "twin-b")}
+    assert not any(r["other"] == REFERENCE for r in rows)
 
     assert cli.main(["review", MOE]) == 0
     out = capsys.readouterr().out
-    assert f"{MOE}: 4 held, 0 decided" in out
+    assert f"{MOE}: 3 held, 0 decided" in out
     assert "HELD snoop" in out and "[environment]" in out and "line 2" in out
-    assert "similarity 1.00 to the public reference course_utils.moe.top_k_gating" in out
+    assert "compared between students only" in out and "top_k_gating (1.00)" in out and "HELD copier" not in out
     assert "HELD twin-b" in out and "to twin-a's answer" in out
     assert "HELD honest" not in out and "HELD blank" not in out
 
     out_csv = course / "grades.csv"
     assert cli.main(["export", "--out", str(out_csv)]) == 0
     status = {r["student"]: (r["status"], r["score"]) for r in csv.DictReader(out_csv.open())}
-    assert status["copier"] == ("held", "") and status["honest"] == ("final", "13")
+    assert status["twin-b"] == ("held", "") and status["honest"] == ("final", "13") == status["copier"]
 
-    assert cli.main(["review", MOE, "copier", "--zero"]) == 2  # a reason is required
+    assert cli.main(["review", MOE, "twin-b", "--zero"]) == 2  # a reason is required
     assert "--reason" in capsys.readouterr().err
-    assert cli.main(["review", MOE, "copier", "--zero", "--reason", "the package's code", "--by", "prof"]) == 0
+    assert cli.main(["review", MOE, "twin-b", "--zero", "--reason", "twin-a's code", "--by", "prof"]) == 0
     assert cli.main(["review", MOE, "snoop", "--accept", "--by", "prof"]) == 0
     assert cli.main(["review", MOE, "twin-a", "--score", "99", "--reason", "x"]) == 1
     assert "between 0 and 16" in capsys.readouterr().err
     assert cli.main(["export", "--out", str(out_csv)]) == 0
     status = {r["student"]: (r["status"], r["score"]) for r in csv.DictReader(out_csv.open())}
-    assert status["copier"] == ("final", "0") and status["snoop"] == ("final", "13")
+    assert status["twin-b"] == ("final", "0") and status["snoop"] == ("final", "13")
     assert status["twin-a"] == ("held", "")
     capsys.readouterr()
     assert cli.main(["review", MOE]) == 0
     out = capsys.readouterr().out
-    assert "2 held, 2 decided" in out and "decided copier: zero: 0 / 16, by prof" in out
+    assert "1 held, 2 decided" in out and "decided twin-b: zero: 0 / 16, by prof" in out
 
 
 def test_feedback_skips_held_submissions(moe_class, monkeypatch, capsys):
@@ -322,14 +339,14 @@ def test_feedback_skips_held_submissions(moe_class, monkeypatch, capsys):
 
     calls = []
     monkeypatch.setattr(grading, "run_nbgrader", lambda args, course_dir: calls.append(args))
-    stale = moe_class / "feedback" / "copier" / MOE
+    stale = moe_class / "feedback" / "twin-b" / MOE
     stale.mkdir(parents=True)
     (stale / f"{MOE}.html").write_text("old feedback")
     assert cli.main(["feedback", MOE]) == 0
     out = capsys.readouterr().out
-    assert f"{MOE}: no feedback for copier: held for review" in out
+    assert f"{MOE}: no feedback for twin-b: held for review" in out
     assert calls == [["generate_feedback", MOE, "--force",
-                      "--CourseDirectory.student_id_exclude=copier,snoop,twin-a,twin-b"]]
+                      "--CourseDirectory.student_id_exclude=snoop,twin-a,twin-b"]]
     assert not stale.exists()  # nbgrader release_feedback cannot release an old copy
     calls.clear()
     assert cli.main(["feedback", MOE, "--student", "honest", "--student", "twin-a"]) == 0

@@ -308,6 +308,9 @@ def format_review(reviews: Mapping[tuple[str, str], Review], assignments: Sequen
             skipped = sum(comparison.trivial.values())
             head += (f" (similarity >= {comparison.threshold:g}: {compared} answer(s) compared, "
                      f"{skipped} too short or blank)")
+            if comparison.canonical:
+                head += ("; compared between students only, the model answer being the package's own code: "
+                         + ", ".join(f"{cell} ({score:.2f})" for cell, score in sorted(comparison.canonical.items())))
         lines.append(head)
         for review in waiting:
             lines.append(f"  HELD {review.student}")

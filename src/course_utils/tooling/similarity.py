@@ -35,7 +35,10 @@ The public reference: the solution itself scores 0.7 or more against it in 11 of
 cells whose reference is long enough to compare (6 are identical: ``beam_step``,
 ``attend``, ``top_k_gating``, ``load_balancing_loss``, ``capacity_keep``, ``mean_pool``):
 there the canonical answer *is* the package's code, and a student who writes it
-independently is held too. Accept such a submission with ``course review A S --accept``.
+independently would score as high as one who copies it. Those cells (the model answer scores
+``THRESHOLD`` or more against its reference: :attr:`ClassComparison.canonical`, named in
+``course review``) are compared between students only; an honest canonical answer is no
+longer held (it was: three of three demo students on 03's ``stable_softmax``, 0.76-1.00).
 Between students, the reference's n-grams and the class's common code (n-grams shared by
 more than 10 answers and 10 % of the class, as MOSS's ``-m``) are left out, so two students
 who both wrote the canonical answer are not paired; copying the reference is reported as
@@ -454,13 +457,15 @@ def reference_sources(source_nb: NotebookNode, only: Collection[str] | None = No
 @dataclass
 class ClassComparison:
     """Every score of one assignment: ``pairs`` over ``threshold`` (sorted by score, highest
-    first), and ``compared``/``trivial`` counts per cell."""
+    first), ``compared``/``trivial`` counts per cell, and the ``canonical`` cells, whose answers
+    were not compared with the reference (see :func:`compare_answers`)."""
 
     assignment: str
     threshold: float
     pairs: list[Pair] = field(default_factory=list)
     compared: dict[str, int] = field(default_factory=dict)
     trivial: dict[str, int] = field(default_factory=dict)
+    canonical: dict[str, float] = field(default_factory=dict)  # cell -> the model answer's score to its reference
 
     def for_student(self, student: str) -> list[Pair]:
         return [p for p in self.pairs if p.involves(student)]
@@ -476,11 +481,17 @@ def compare_answers(
     stubs: Mapping[str, str],
     references: Mapping[str, Mapping[str, str]],
     threshold: float = THRESHOLD,
+    solutions: Mapping[str, str] | None = None,
 ) -> ClassComparison:
     """Compare ``answers`` (``student -> grade_id -> source``) cell by cell with the references
     (``grade_id -> {path: source}``) and with each other (see the module docstring: the
     released ``stubs`` are removed from every comparison; the references and the class's
-    common code from the comparisons between students)."""
+    common code from the comparisons between students).
+
+    A cell whose model answer (``solutions``: ``grade_id -> source``) itself scores ``threshold``
+    or more against its reference is *canonical*: there the right answer is the package's code,
+    a student who writes it alone scores as high as one who copies it, and a score says nothing.
+    Its answers are compared between students only (``result.canonical``)."""
     result = ClassComparison(assignment, threshold)
     cells = sorted({gid for cells in answers.values() for gid in cells})
     for gid in cells:
@@ -490,7 +501,12 @@ def compare_answers(
         result.compared[gid] = len(kept)
         result.trivial[gid] = len(prints) - len(kept)
         refs = {p: g for p, src in references.get(gid, {}).items() if not trivial(g := fingerprint(src, given))}
-        for student, grams in sorted(kept.items()):
+        model = fingerprint(solutions[gid], given) if solutions and gid in solutions else None
+        if refs and model is not None and not trivial(model):
+            own = max(similarity(model, ref) for ref in refs.values())
+            if own >= threshold:
+                result.canonical[gid] = round(own, 3)
+        for student, grams in sorted(kept.items()) if gid not in result.canonical else ():
             scored = [(similarity(grams, ref), path) for path, ref in refs.items()]
             if scored:
                 score, path = max(scored)
@@ -565,7 +581,8 @@ def compare_class(course_dir: Path, assignment: str, students: Iterable[str] | N
         only = {g for g in stub_sources(nb) if _cell_key(sources, name, g) in needed}
         if only:
             references.update({_cell_key(sources, name, g): r for g, r in reference_sources(nb, only).items()})
-    return compare_answers(assignment, answers, stubs, references, threshold)
+    solutions = {_cell_key(sources, name, g): src for name, nb in sources.items() for g, src in answer_sources(nb).items()}
+    return compare_answers(assignment, answers, stubs, references, threshold, solutions)
 
 
 def write_similarity_csv(comparison: ClassComparison, path: Path) -> Path:
