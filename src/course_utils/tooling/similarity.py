@@ -38,7 +38,8 @@ there the canonical answer *is* the package's code, and a student who writes it
 independently would score as high as one who copies it. Those cells (the model answer scores
 ``THRESHOLD`` or more against its reference: :attr:`ClassComparison.canonical`, named in
 ``course review``) are compared between students only; an honest canonical answer is no
-longer held (it was: three of three demo students on 03's ``stable_softmax``, 0.76-1.00).
+longer held (the third blind red team's honest students were, on 03's ``stable_softmax``:
+0.76-1.00).
 Between students, the reference's n-grams and the class's common code (n-grams shared by
 more than 10 answers and 10 % of the class, as MOSS's ``-m``) are left out, so two students
 who both wrote the canonical answer are not paired; copying the reference is reported as
