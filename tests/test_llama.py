@@ -15,7 +15,7 @@ from course_utils import positional
 from course_utils.device import cpu_threads
 from course_utils.gpt import CausalSelfAttention, GPTConfig
 from course_utils.llama import (
-    GroupedQueryAttention, KVCache, Llama, LlamaBlock, LlamaConfig, RMSNorm, SwiGLU, apply_rope, from_hf_state_dict,
+    GroupedQueryAttention, LlamaKVCache, Llama, LlamaBlock, LlamaConfig, RMSNorm, SwiGLU, apply_rope_rotate_half, from_hf_state_dict,
     kv_cache_bytes, permute_qk, repeat_kv, rope_cos_sin, unpermute_qk,
 )
 
@@ -101,7 +101,7 @@ def test_apply_rope_is_a_rotation_of_pairs_i_and_i_plus_half():
     torch.manual_seed(0)
     x = torch.randn(2, 3, 5, 8)
     cos, sin = rope_cos_sin(5, 8, 10000.0)
-    y = apply_rope(x, cos, sin)
+    y = apply_rope_rotate_half(x, cos, sin)
     torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))  # a rotation keeps lengths
     # pair (i, i + 4) of position t turns by t * omega_i
     t, i = 3, 1
@@ -117,7 +117,7 @@ def test_rope_scores_depend_only_on_the_offset():
     cos, sin = rope_cos_sin(40, 16, 10000.0)
 
     def score(m: int, n: int) -> float:
-        return float(apply_rope(q, cos[m], sin[m]) @ apply_rope(k, cos[n], sin[n]))
+        return float(apply_rope_rotate_half(q, cos[m], sin[m]) @ apply_rope_rotate_half(k, cos[n], sin[n]))
 
     for offset in (0, 3, 11):
         ref = score(offset, 0)
@@ -134,7 +134,7 @@ def test_rotate_half_equals_notebook06_interleaved_rope_up_to_a_permutation():
     x = torch.randn(2, T, d)
     to_interleaved = torch.stack([torch.arange(d // 2), torch.arange(d // 2) + d // 2], dim=-1).flatten()
     cos, sin = rope_cos_sin(T, d, 500.0)
-    ours = apply_rope(x, cos, sin)
+    ours = apply_rope_rotate_half(x, cos, sin)
     theirs = positional.apply_rope(x[..., to_interleaved], base=500.0)
     torch.testing.assert_close(ours[..., to_interleaved], theirs, rtol=1e-5, atol=1e-5)
     # the same permutation, applied to the rows of a one-head projection, is permute_qk
@@ -264,7 +264,7 @@ def test_kv_cache_holds_kv_heads_only():
     assert c_gqa.nbytes() == kv_cache_bytes(gqa.config, 100) == 2 * 2 * 2 * 100 * 8 * 4
     smol = LlamaConfig.smollm2_135m()  # 46 KB per token in float32 instead of 138 KB
     assert kv_cache_bytes(smol, 1) == 46_080 and kv_cache_bytes(smol, 1, n_kv_heads=9) == 3 * 46_080
-    assert KVCache.for_model(smol, max_len=3).nbytes() == 3 * 46_080
+    assert LlamaKVCache.for_model(smol, max_len=3).nbytes() == 3 * 46_080
     with pytest.raises(ValueError, match="float32"):
         c_gqa.update(0, torch.zeros(1, 2, 1, 8, dtype=torch.float64), torch.zeros(1, 2, 1, 8, dtype=torch.float64))
 
@@ -328,8 +328,8 @@ def test_layers_equal_transformers():
     torch.testing.assert_close(cos, ref_cos[0], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(sin, ref_sin[0], rtol=1e-5, atol=1e-5)
     ref_q, ref_k = apply_rotary_pos_emb(q, k, ref_cos, ref_sin)
-    torch.testing.assert_close(apply_rope(q, cos, sin), ref_q, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(apply_rope(k, cos, sin), ref_k, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(apply_rope_rotate_half(q, cos, sin), ref_q, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(apply_rope_rotate_half(k, cos, sin), ref_k, rtol=1e-5, atol=1e-5)
     assert torch.equal(repeat_kv(k, 2), hf_repeat_kv(k, 2))
 
 

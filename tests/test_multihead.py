@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from course_utils.masking import causal_mask, key_mask, padding_mask
-from course_utils.multihead import MultiHeadAttention, count_parameters, from_torch, merge_heads, split_heads
+from course_utils.multihead import MultiHeadAttention, mha_parameter_count, from_torch, merge_heads, split_heads
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 
@@ -31,8 +31,8 @@ def test_parameter_count_matches_torch(bias):
         ours = MultiHeadAttention(d, h, bias=bias)
         ref = torch.nn.MultiheadAttention(d, h, bias=bias)
         n_ours = sum(p.numel() for p in ours.parameters())
-        assert n_ours == sum(p.numel() for p in ref.parameters()) == count_parameters(d, h, bias)
-    assert count_parameters(512, 8) == 1_050_624
+        assert n_ours == sum(p.numel() for p in ref.parameters()) == mha_parameter_count(d, h, bias)
+    assert mha_parameter_count(512, 8) == 1_050_624
 
 
 @pytest.mark.parametrize("bias", [True, False])

@@ -12,7 +12,7 @@ from course_utils.sentiment_models import (
     evaluate_accuracy,
     masked_mean_pool,
     prepend_cls,
-    train_classifier,
+    train_sentiment_classifier,
 )
 
 
@@ -89,7 +89,7 @@ def test_train_classifier_is_deterministic_and_reports(small):
     for _ in range(2):
         torch.manual_seed(0)
         model = AttentionClassifier(len(vocab), 16, 2, 2, **RUNGS["Q3 + positions"])
-        runs.append(train_classifier(model, data, vocab, epochs=1, batch_size=64, warmup_steps=2))
+        runs.append(train_sentiment_classifier(model, data, vocab, epochs=1, batch_size=64, warmup_steps=2))
     assert runs[0].losses == runs[1].losses and len(runs[0].losses) == 4
     assert set(runs[0].accuracy) == {"train", "test", "contrast"}
     assert all(0.0 <= v <= 1.0 for v in runs[0].accuracy.values())

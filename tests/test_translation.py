@@ -83,19 +83,19 @@ def test_vocab_covers_every_word_and_round_trips(lang):
 
 
 def test_word_vocab_unknown_and_from_texts():
-    vocab = tr.WordVocab.from_texts(["a b", "b c"])
+    vocab = tr.TranslationVocab.from_texts(["a b", "b c"])
     assert len(vocab) == 4 + 3
     assert vocab.encode("a zz", add_eos=False) == [4, vocab.unk_id]
     with pytest.raises(ValueError):
-        tr.WordVocab(("a", "a"))
+        tr.TranslationVocab(("a", "a"))
 
 
 def test_word_vocab_shares_char_vocab_code():
     from course_utils.seq2seq_data import CharVocab
 
-    vocab = tr.WordVocab(("a", "b"))
-    assert isinstance(vocab, CharVocab) and vocab.words == ("a", "b") and vocab == tr.WordVocab(["a", "b"])
-    assert repr(vocab) == "WordVocab(words=('a', 'b'))"
+    vocab = tr.TranslationVocab(("a", "b"))
+    assert isinstance(vocab, CharVocab) and vocab.words == ("a", "b") and vocab == tr.TranslationVocab(["a", "b"])
+    assert repr(vocab) == "TranslationVocab(words=('a', 'b'))"
     assert vocab.tokens("a  b ") == ["a", "b"]
     # ids outside the vocabulary read as <unk>; words joined by spaces; decoding stops at <eos>
     assert vocab.decode([vocab.bos_id, 4, 99, 5, vocab.eos_id, 4]) == "a <unk> b"

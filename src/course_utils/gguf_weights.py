@@ -50,7 +50,7 @@ def unpermute_qk(w: torch.Tensor, n_heads: int) -> torch.Tensor:
 
     ``w.reshape(n_heads, hd // 2, 2, *rest).swapaxes(1, 2).reshape(w.shape)``: each head's rows
     ``[a_0, b_0, a_1, b_1, ...]`` become ``[a_0, a_1, ..., b_0, b_1, ...]``, so that the
-    rotate-half :func:`apply_rope` pairs row ``j`` with row ``j + hd/2`` as llama.cpp paired them.
+    rotate-half :func:`~course_utils.llama.apply_rope_rotate_half` pairs row ``j`` with row ``j + hd/2`` as llama.cpp paired them.
     """
     hd = w.size(0) // n_heads
     return w.reshape(n_heads, hd // 2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)

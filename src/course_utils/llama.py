@@ -5,12 +5,12 @@ hd = d / H the head size, V vocab_size. What changed since GPT-2 (:mod:`course_u
 
 - :class:`RMSNorm` instead of LayerNorm: no mean subtraction, no bias, ``x / rms(x) * weight``.
 - :class:`SwiGLU` feed-forward: ``down(silu(gate(x)) * up(x))``, no biases anywhere.
-- RoPE on queries and keys (:func:`rope_cos_sin`, :func:`apply_rope`) in the *rotate-half* layout
+- RoPE on queries and keys (:func:`rope_cos_sin`, :func:`apply_rope_rotate_half`) in the *rotate-half* layout
   of Hugging Face's Llama: dimension ``i`` is paired with ``i + hd/2`` (notebook 06 paired ``2i``
   with ``2i + 1``, the *interleaved* layout; :func:`permute_qk` converts weights between the two).
   No learned position embedding.
 - :class:`GroupedQueryAttention`: H_kv < H key/value heads, each shared by ``H / H_kv`` query heads
-  (:func:`repeat_kv`), so the :class:`KVCache` is ``H / H_kv`` times smaller.
+  (:func:`repeat_kv`), so the :class:`LlamaKVCache` is ``H / H_kv`` times smaller.
 - :class:`LlamaBlock` (pre-norm, residuals) and :class:`Llama` (embedding, blocks, final RMSNorm,
   LM head tied to the embedding), with :meth:`Llama.generate`.
 - Real weights: :func:`load_llama_gguf` and :func:`load_smollm2` build the model from
@@ -36,8 +36,8 @@ from course_utils.masking import causal_mask
 from course_utils.sampling import next_token
 
 __all__ = [
-    "LlamaConfig", "RMSNorm", "SwiGLU", "rope_cos_sin", "apply_rope", "rotate_half", "repeat_kv",
-    "KVCache", "GroupedQueryAttention", "LlamaBlock", "Llama",
+    "LlamaConfig", "RMSNorm", "SwiGLU", "rope_cos_sin", "apply_rope_rotate_half", "rotate_half", "repeat_kv",
+    "LlamaKVCache", "GroupedQueryAttention", "LlamaBlock", "Llama",
     "permute_qk", "unpermute_qk", "gguf_config", "load_gguf_state_dict", "dequantize_q4_1", "dequantize_q8_0", "load_llama_gguf", "load_smollm2",
     "smollm2_path", "kv_cache_bytes", "from_hf_state_dict",
 ]
@@ -156,7 +156,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([-x2, x1], dim=-1)
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def apply_rope_rotate_half(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate each pair ``(x[..., i], x[..., i + hd/2])`` of ``x (B, H, T, hd)`` by its angle.
 
     ``cos, sin``: ``(T, hd)`` from :func:`rope_cos_sin` (or anything broadcastable to x).
@@ -177,7 +177,7 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- KV cache and attention
-class KVCache:
+class LlamaKVCache:
     """Keys and values of the positions already processed, for every layer.
 
     Preallocated buffers ``(B, H_kv, max_len, hd)`` per layer for keys and values: with grouped-query
@@ -196,7 +196,7 @@ class KVCache:
 
     @classmethod
     def for_model(cls, config: LlamaConfig, batch_size: int = 1, max_len: int | None = None, *,
-                  device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> KVCache:
+                  device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> LlamaKVCache:
         """An empty cache sized for ``config`` (``max_len`` defaults to ``config.max_seq_len``)."""
         return cls(config.n_layers, config.n_kv_heads, config.head_dim, max_len or config.max_seq_len,
                    batch_size, device=device, dtype=dtype)
@@ -228,7 +228,7 @@ class GroupedQueryAttention(nn.Module):
     """Causal self-attention with ``n_kv_heads`` key/value heads shared by ``n_heads`` query heads.
 
     ``forward(x (B, T, d), cos, sin (T, hd), cache=None) -> (B, T, d)``. RoPE is applied to queries
-    and keys (before they are cached). With a :class:`KVCache`, ``x`` holds the new positions only;
+    and keys (before they are cached). With a :class:`LlamaKVCache`, ``x`` holds the new positions only;
     ``layer_idx`` says which of the cache's layers is this one's.
     """
 
@@ -243,12 +243,12 @@ class GroupedQueryAttention(nn.Module):
         self.o_proj = nn.Linear(self.n_heads * hd, d, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                cache: KVCache | None = None) -> torch.Tensor:
+                cache: LlamaKVCache | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = apply_rope_rotate_half(q, cos, sin), apply_rope_rotate_half(k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, H_kv, T_past + T, hd)
         n_rep = self.n_heads // self.n_kv_heads
@@ -273,7 +273,7 @@ class LlamaBlock(nn.Module):
         self.ffn = SwiGLU(config.d_model, config.d_ff)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                cache: KVCache | None = None) -> torch.Tensor:
+                cache: LlamaKVCache | None = None) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), cos, sin, cache)
         return x + self.ffn(self.ffn_norm(x))
 
@@ -282,7 +282,7 @@ class LlamaBlock(nn.Module):
 class Llama(nn.Module):
     """Decoder-only Llama. ``forward(idx (B, T) long, cache=None) -> logits (B, T, V)``.
 
-    With a :class:`KVCache`, ``idx`` holds only the new tokens; their positions start at
+    With a :class:`LlamaKVCache`, ``idx`` holds only the new tokens; their positions start at
     ``len(cache)``. Initialisation: Linear and Embedding weights ~ N(0, 0.02), norms at one.
     """
 
@@ -306,12 +306,12 @@ class Llama(nn.Module):
         """Parameters, counting a tied matrix once."""
         return sum(p.numel() for p in self.parameters())
 
-    def new_cache(self, batch_size: int = 1, max_len: int | None = None) -> KVCache:
-        """An empty :class:`KVCache` on the model's device and dtype (default ``max_seq_len`` positions)."""
+    def new_cache(self, batch_size: int = 1, max_len: int | None = None) -> LlamaKVCache:
+        """An empty :class:`LlamaKVCache` on the model's device and dtype (default ``max_seq_len`` positions)."""
         p = self.embed.weight
-        return KVCache.for_model(self.config, batch_size, max_len, device=p.device, dtype=p.dtype)
+        return LlamaKVCache.for_model(self.config, batch_size, max_len, device=p.device, dtype=p.dtype)
 
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, cache: LlamaKVCache | None = None) -> torch.Tensor:
         B, T = idx.shape
         start = 0 if cache is None else len(cache)
         if start + T > self.config.max_seq_len:

@@ -15,7 +15,7 @@ from torch import nn
 
 from course_utils.masking import causal_mask, masked_softmax
 
-__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "from_torch", "count_parameters"]
+__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "from_torch", "mha_parameter_count"]
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -153,7 +153,7 @@ def from_torch(source: nn.MultiheadAttention, fused: bool = False) -> MultiHeadA
     return module.load_from_torch(source)
 
 
-def count_parameters(d_model: int, n_heads: int, bias: bool = True) -> int:
+def mha_parameter_count(d_model: int, n_heads: int, bias: bool = True) -> int:
     """Parameters of multi-head attention: ``4 d^2 (+ 4 d)``; n_heads does not change it."""
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")

@@ -13,7 +13,7 @@ Q4    True             True         "cls"      + a learned [CLS] vector, read ou
 
 Shapes: B batch, T tokens, d = d_model. ``real`` is the boolean ``(B, T)`` mask of
 :func:`course_utils.sentiment_data.encode_texts`, True on real tokens, False on padding.
-:func:`train_classifier` trains one model on a :func:`~course_utils.sentiment_data.make_sentiment`
+:func:`train_sentiment_classifier` trains one model on a :func:`~course_utils.sentiment_data.make_sentiment`
 dataset and returns its accuracy on every split and the time it took.
 """
 
@@ -35,7 +35,7 @@ from course_utils.progress import progress
 from course_utils.sentiment_data import WordVocab, encode_texts
 
 __all__ = ["masked_mean_pool", "prepend_cls", "PlainAttentionLayer", "AttentionClassifier",
-           "LadderResult", "evaluate_accuracy", "train_classifier", "RUNGS"]
+           "LadderResult", "evaluate_accuracy", "train_sentiment_classifier", "RUNGS"]
 
 RUNGS = {
     "Q1 attention, mean": dict(residual_ln=False, positions=False, pooling="mean"),
@@ -121,7 +121,7 @@ class AttentionClassifier(nn.Module):
 
 @dataclass
 class LadderResult:
-    """What :func:`train_classifier` measured: accuracy per split, training losses, seconds."""
+    """What :func:`train_sentiment_classifier` measured: accuracy per split, training losses, seconds."""
 
     accuracy: dict[str, float]
     losses: list[float] = field(default_factory=list)
@@ -155,7 +155,7 @@ def _trim(ids: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return ids[:, :T], real[:, :T]
 
 
-def train_classifier(model: nn.Module, data: DatasetDict, vocab: WordVocab, *, epochs: int = 10,
+def train_sentiment_classifier(model: nn.Module, data: DatasetDict, vocab: WordVocab, *, epochs: int = 10,
                      batch_size: int = 64, lr: float = 1e-3, warmup_steps: int = 0, seed: int = 0,
                      device: torch.device | str = "cpu") -> LadderResult:
     """Adam on cross-entropy over ``data["train"]`` for ``epochs`` passes; accuracy on every split.

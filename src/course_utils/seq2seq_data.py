@@ -58,7 +58,7 @@ class CharVocab:
     """Characters <-> integer ids. Ids 0..3 are ``<pad>``, ``<bos>``, ``<eos>``, ``<unk>``.
 
     Splitting a text into tokens and joining tokens back are two small hooks, :meth:`_tokens`
-    and :meth:`_join`; :class:`course_utils.translation.WordVocab` overrides them for words.
+    and :meth:`_join`; :class:`course_utils.translation.TranslationVocab` overrides them for words.
     """
 
     chars: tuple[str, ...]

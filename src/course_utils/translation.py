@@ -11,7 +11,7 @@ module generates sentence pairs that do both, deterministically and without any 
   French ``un``/``une``/``des`` become ``de`` after a negated verb).
 
 A sentence is ``subject verb object``, each noun phrase ``article [adjective] noun``. Tokens are
-lower-case words separated by single spaces, so :class:`WordVocab` (same interface and special
+lower-case words separated by single spaces, so :class:`TranslationVocab` (same interface and special
 ids as :class:`course_utils.seq2seq_data.CharVocab`) turns them into ids.
 
 - :func:`make_translation` -- a ``DatasetDict`` with ``train`` and ``test`` splits whose test
@@ -39,7 +39,7 @@ __all__ = [
     "VERBS",
     "Phrase",
     "Sentence",
-    "WordVocab",
+    "TranslationVocab",
     "english",
     "translate_sentence",
     "random_sentence",
@@ -239,7 +239,7 @@ def make_translation(
 
 
 # --------------------------------------------------------------------------- vocabulary
-class WordVocab(CharVocab):
+class TranslationVocab(CharVocab):
     """Words <-> ids: :class:`~course_utils.seq2seq_data.CharVocab` with words as tokens (same
     interface and special ids, ``<pad>`` = 0, ``<bos>`` = 1, ``<eos>`` = 2, ``<unk>`` = 3).
     Texts are split on spaces and decoded words joined by one space."""
@@ -248,7 +248,7 @@ class WordVocab(CharVocab):
         super().__init__(tuple(words))
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str]) -> "WordVocab":
+    def from_texts(cls, texts: Iterable[str]) -> "TranslationVocab":
         return cls(tuple(sorted({w for t in texts for w in t.split()})))
 
     @property
@@ -256,7 +256,7 @@ class WordVocab(CharVocab):
         return self.chars
 
     def __repr__(self) -> str:
-        return f"WordVocab(words={self.words!r})"
+        return f"TranslationVocab(words={self.words!r})"
 
     def _tokens(self, text: str) -> list[str]:
         return text.split()
@@ -269,7 +269,7 @@ class WordVocab(CharVocab):
         return self._tokens(text)
 
 
-def translation_vocab(lang: str | Sequence[str] = LANGUAGES) -> WordVocab:
+def translation_vocab(lang: str | Sequence[str] = LANGUAGES) -> TranslationVocab:
     """Every word of the grammar: English plus the target language(s). One vocabulary for both
     sides, as the transformer of notebook 08 shares (and ties) one embedding table."""
     langs = [lang] if isinstance(lang, str) else list(lang)
@@ -296,4 +296,4 @@ def translation_vocab(lang: str | Sequence[str] = LANGUAGES) -> WordVocab:
         words.add("não")
     if "fr" in langs:
         words.update({"ne", "pas", "de"})
-    return WordVocab(tuple(sorted(words)))
+    return TranslationVocab(tuple(sorted(words)))

@@ -169,8 +169,8 @@ def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
     heads, weights = scaled_dot_product_attention(q, k, v, mask)
     return merge_heads(heads) @ W_o, weights
 '''),
-    Mistake(cell="mha_parameter_count", name="course_utils.multihead.count_parameters", kind="reference", rejected_by=("test_mha_parameter_count",),
-            source='''from course_utils.multihead import count_parameters as mha_parameter_count
+    Mistake(cell="mha_parameter_count", name="course_utils.multihead.mha_parameter_count", kind="reference", rejected_by=("test_mha_parameter_count",),
+            source='''from course_utils.multihead import mha_parameter_count
 '''),
     Mistake(cell="mha_parameter_count", name="bias argument ignored", kind="argument", rejected_by=("test_mha_parameter_count",),
             source='''def mha_parameter_count(d_model: int, n_heads: int, bias: bool = True) -> int:

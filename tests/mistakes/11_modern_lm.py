@@ -131,7 +131,7 @@ MISTAKES = [
             replace=(("torch.cat((-x2, x1), dim=-1)", "torch.cat((x2, -x1), dim=-1)"),)),
     Mistake(cell="apply_rope", name="reference import", kind="reference",
             rejected_by=("test_apply_rope",),
-            source="from course_utils.llama import apply_rope\n"),
+            source="from course_utils.llama import apply_rope_rotate_half as apply_rope\n"),
     # ------------------------------------------------------------------ repeat_kv
     Mistake(cell="repeat_kv", name="Tensor.repeat tiles the heads (a, b, a, b)", kind="logic",
             rejected_by=("test_repeat_kv",),
