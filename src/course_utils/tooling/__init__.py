@@ -6,6 +6,7 @@ By verb (the ``course`` command, :mod:`~course_utils.tooling.cli`):
 
 - authoring: :mod:`~.release` (``notebooks/`` from ``solutions/``), :mod:`~.execute`,
   :mod:`~.mistakes` and :mod:`~.rejection` (curated wrong answers, proven rejected),
+  :mod:`~.quoted` (numbers the prose quotes, against the cpu run),
   :mod:`~.cells` and :mod:`~.layout` (nbgrader cells; where things are), :mod:`~.distribution`;
 - grading: :mod:`~.submissions` (inspect before nbgrader), :mod:`~.grading`,
   :mod:`~.nbgrader_runner`, :mod:`~.parallel` (every core), :mod:`~.dask_grading` (a cluster),

@@ -7,6 +7,7 @@
     course feedback [A ...]     HTML feedback for graded submissions
     course export               grades CSV, one column per exercise
     course mistakes [A ...]     (authors) show that the tests reject every curated mistake
+    course quoted [A ...]       (authors) the numbers the prose quotes, against the cpu run
     course check NOTEBOOK ...   (students) run your notebook's visible tests
     course flags [A ...]        submissions whose code tries to get around the tests (never zeroed)
     course review [A [S]]       held submissions (flags, similar code) and the instructor's decision
@@ -361,6 +362,38 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if any(c.status == FAIL for c in checks) else 0
 
 
+def cmd_quoted(args: argparse.Namespace) -> int:
+    import nbformat
+
+    from course_utils.tooling.quoted import missing_quotes, output_text, quotes, record_outputs
+
+    root = find_root()
+    recorded = root / "benchmarks" / "results" / "outputs-cpu"
+    executed = Path(args.executed) if Path(args.executed).is_absolute() else root / args.executed
+    ok = True
+    for name in _names(root, args.assignments):
+        source = nbformat.read(str(root / "solutions" / name / f"{name}.ipynb"), as_version=4)
+        marked = quotes(source)
+        run = executed / name / f"{name}.ipynb"
+        if args.record and run.is_file():
+            record_outputs(run, recorded / f"{name}.txt")
+        text_file = recorded / f"{name}.txt"
+        if run.is_file() and not args.recorded:
+            printed, where = output_text(nbformat.read(str(run), as_version=4)), run.relative_to(root)
+        elif text_file.is_file():
+            printed, where = text_file.read_text(), text_file.relative_to(root)
+        else:
+            print(f"{name}: {len(marked)} quoted number(s); no cpu run to compare with (make demo PROFILE=cpu)")
+            ok &= not marked
+            continue
+        missing = missing_quotes(source, printed)
+        print(f"{name}: {len(marked) - len(missing)} of {len(marked)} quoted number(s) printed by {where}")
+        for quote in missing:
+            print(f"  NOT PRINTED {quote.describe()}")
+        ok &= not missing
+    return 0 if ok else 1
+
+
 TIMEOUT_HELP = "seconds allowed per cell (default: ci 600, cpu and gpu no limit; 0 = no limit)"
 
 
@@ -406,6 +439,11 @@ def build_parser() -> argparse.ArgumentParser:
     export = add("export", cmd_export, "write grades as CSV: totals and one column per exercise", False)
     export.add_argument("--out", default="grades.csv", help="CSV path (default grades.csv)")
     add("mistakes", cmd_mistakes, "(authors) prove the test cells reject every curated mistake in tests/mistakes/ (one kernel per notebook)")
+    quoted = add("quoted", cmd_quoted, "(authors) check that every number the prose marks as quoted (<!--q-->) "
+                 "is printed by the cpu run (build/executed/cpu/, else benchmarks/results/outputs-cpu/)")
+    quoted.add_argument("--executed", default="build/executed/cpu", help="executed notebooks (default build/executed/cpu)")
+    quoted.add_argument("--record", action="store_true", help="keep the executed run's output text in benchmarks/results/outputs-cpu/")
+    quoted.add_argument("--recorded", action="store_true", help="compare with the recorded outputs even where an executed run exists")
     check = add("check", cmd_check, "run your notebook top to bottom and report each exercise's visible tests", False)
     check.add_argument("notebooks", nargs="+", help="notebook(s) to check")
     check.add_argument("--timeout", type=int, default=120, help="seconds allowed per cell (default 120)")
