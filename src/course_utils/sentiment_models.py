@@ -31,7 +31,7 @@ from course_utils.blocks import EncoderBlock, FeedForward, LayerNorm
 from course_utils.masking import key_mask
 from course_utils.multihead import MultiHeadAttention
 from course_utils.positional import SinusoidalPositionalEncoding
-from course_utils.progress import progress
+from course_utils.progress import LiveCurve, progress
 from course_utils.sentiment_data import WordVocab, encode_texts
 
 __all__ = ["masked_mean_pool", "prepend_cls", "PlainAttentionLayer", "AttentionClassifier",
@@ -157,8 +157,12 @@ def _trim(ids: torch.Tensor, real: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 
 def train_sentiment_classifier(model: nn.Module, data: DatasetDict, vocab: WordVocab, *, epochs: int = 10,
                      batch_size: int = 64, lr: float = 1e-3, warmup_steps: int = 0, seed: int = 0,
-                     device: torch.device | str = "cpu") -> LadderResult:
+                     device: torch.device | str = "cpu", live: LiveCurve | None = None,
+                     live_name: str = "training") -> LadderResult:
     """Adam on cross-entropy over ``data["train"]`` for ``epochs`` passes; accuracy on every split.
+
+    ``live`` (a :class:`~course_utils.progress.LiveCurve`) receives every batch's loss as series
+    ``live_name``, so several runs can share one live figure.
 
     ``warmup_steps > 0`` raises the learning rate linearly from ``lr / warmup_steps`` to ``lr``
     over the first ``warmup_steps`` updates, then keeps it constant.
@@ -183,6 +187,8 @@ def train_sentiment_classifier(model: nn.Module, data: DatasetDict, vocab: WordV
             opt.step()
             schedule.step()
             losses.append(loss.item())
+            if live is not None:
+                live.add(live_name, len(losses), losses[-1])
     seconds = time.perf_counter() - start
     accuracy = {split: evaluate_accuracy(model, data[split], vocab, device=device) for split in data}
     n_parameters = sum(p.numel() for p in model.parameters())
