@@ -140,6 +140,15 @@ def test_ruff_finds_nothing():
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
+def test_mypy_finds_nothing():
+    """Types (configuration in pyproject.toml's [tool.mypy]: src/course_utils, the big libraries as Any; ~5 s)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
 def test_every_module_is_on_the_map():
     """A newcomer finds every module in its package's docstring (and CONTRIBUTING.md points there)."""
     import course_utils

@@ -98,7 +98,9 @@ class KVCache:
         n = n_past + k.size(-2)
         if not self._fits(layer, k, v, n):  # first append, buffer full, or keys/values replaced from outside
             self._reallocate(layer, k, v, n)
-        buf_k, buf_v = self._buffers[layer]
+        buffers = self._buffers[layer]
+        assert buffers is not None  # _reallocate made them
+        buf_k, buf_v = buffers
         buf_k.narrow(-2, n_past, n - n_past).copy_(k)  # write the new rows in place
         buf_v.narrow(-2, n_past, n - n_past).copy_(v)
         self.keys[layer], self.values[layer] = buf_k.narrow(-2, 0, n), buf_v.narrow(-2, 0, n)  # views, no copy
@@ -120,7 +122,8 @@ class KVCache:
 
     def _reallocate(self, layer: int, k: torch.Tensor, v: torch.Tensor, n: int) -> None:
         """New buffers for at least ``n`` positions (``max_len``, or double the old size), holding the past."""
-        old = 0 if self._buffers[layer] is None else self._buffers[layer][0].size(-2)
+        current = self._buffers[layer]
+        old = 0 if current is None else current[0].size(-2)
         capacity = max(n, self.max_len or 0, 2 * old if n > old else old)
         buffers = tuple(t.new_empty(*t.shape[:-2], capacity, t.size(-1)) for t in (k, v))  # (B, h, capacity, d_k)
         for buf, past in zip(buffers, (self.keys[layer], self.values[layer])):

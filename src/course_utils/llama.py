@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -72,7 +72,7 @@ class LlamaConfig:
     @classmethod
     def tiny(cls, **overrides) -> LlamaConfig:
         """A small random configuration of the same architecture, for tests and the ``ci`` profile."""
-        cfg = dict(vocab_size=256, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=160,
+        cfg: dict[str, Any] = dict(vocab_size=256, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=160,
                    norm_eps=1e-5, rope_base=10000.0, max_seq_len=256, tie_embeddings=True)
         cfg.update(overrides)
         return cls(**cfg)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ class CheckFailed(AssertionError):
     """A test found a wrong answer. The message is meant for the student."""
 
 
-def _fail(message: str, hint: str | None) -> None:
+def _fail(message: str, hint: str | None) -> NoReturn:
     __tracebackhide__ = True
     if hint:
         message = f"{message}\nHint: {hint}"

@@ -87,7 +87,7 @@ def _profiled(on_call: Callable[[types.FrameType, str, Any], None]) -> Iterator[
     def hook(frame: types.FrameType, event: str, arg: Any) -> None:
         on_call(frame, event, arg)
         if previous is not None:
-            previous(frame, event, arg)
+            previous(frame, event, arg)  # type: ignore[arg-type]  # typeshed: the event is a Literal
 
     sys.setprofile(hook)
     try:

@@ -274,7 +274,7 @@ def check_backward(
             _fail(f"{who}: no gradient can flow back through the output (it is cut from the graph).",
                   hint or "do not use .detach(), .data, .item() or torch.no_grad() on the path from the inputs to the output.")
         g = torch.Generator().manual_seed(1234)
-        loss = 0.0
+        loss: Any = 0.0  # a tensor after the first output
         for t in outputs:
             if t.requires_grad:
                 weights = torch.randn(t.shape, generator=g, dtype=t.dtype).to(t.device)
