@@ -11,8 +11,9 @@
    (:class:`SubmissionResult`): nbgrader's outcome, the executed notebook, its scores per cell,
    the checker's flags. No worker sees the course's gradebook or another assignment.
 2. **record** (the client, serially): the executed notebooks are recorded in the real course
-   by :func:`course_utils.tooling.parallel.record_executed` (nbgrader with ``Execute`` off),
-   in batches as results arrive, with the course's own ``db_url``.
+   by :func:`course_utils.tooling.recording.record_executed_notebooks` (nbgrader's Gradebook
+   API in this process, opened once per batch: no kernel, no nbgrader process), in batches as
+   results arrive, with the course's own ``db_url``.
 
 Dask does the rest: a worker that dies has its task run again elsewhere
 (``distributed.scheduler.allowed-failures``); tasks run longest notebook first (``priority``:
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from course_utils.tooling.grading import GradingRun, StudentResult, student_result
+from course_utils.tooling.recording import write_tree as _write_tree
 
 __all__ = [
     "AssignmentBundle",
@@ -117,15 +119,6 @@ def _read_tree(folder: Path) -> dict[str, bytes]:
         if path.is_file() and not _SKIPPED.intersection(relative.parts):
             files[relative.as_posix()] = path.read_bytes()
     return files
-
-
-def _write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
-    for relative, data in files.items():
-        target = folder / relative
-        if ".." in Path(relative).parts or Path(relative).is_absolute():
-            raise ValueError(f"refusing to write {relative!r} outside {folder}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
 
 
 def _digest(*parts: Mapping[str, bytes] | str) -> str:
@@ -318,17 +311,14 @@ def expected_seconds(course_dir: Path, assignments: Sequence[str]) -> dict[str, 
 # ----------------------------------------------------------------------------- the client
 
 
-def _record(course_dir: Path, results: Sequence[SubmissionResult], profile: str, db_url: str) -> dict[tuple[str, str], StudentResult]:
+def _record(course_dir: Path, results: Sequence[SubmissionResult], db_url: str) -> dict[tuple[str, str], StudentResult]:
     """Record one batch of executed notebooks in the real course (serial, no kernel) and journal them."""
-    from course_utils.tooling.parallel import record_executed
+    from course_utils.tooling.recording import record_executed_notebooks
 
     recorded: dict[tuple[str, str], StudentResult] = {}
     for assignment in sorted({r.assignment for r in results}):
         batch = [r for r in results if r.assignment == assignment]
-        with tempfile.TemporaryDirectory(prefix="course-record-") as staging:
-            for result in batch:
-                _write_tree(Path(staging) / result.student / assignment, result.executed)
-            outcomes, _ = record_executed(course_dir, assignment, Path(staging), profile=profile, db_url=db_url)
+        outcomes = record_executed_notebooks(course_dir, assignment, {r.student: r.executed for r in batch}, db_url=db_url)
         entries = []
         for result in batch:
             outcome = outcomes.get(result.student) or StudentResult(result.student, assignment, "failed",
@@ -432,10 +422,10 @@ def grade_on_dask(
                     future.release()
                     bar.update()
                 if pending and (len(pending) >= batch or time.monotonic() - last >= batch_seconds):
-                    results.update(_record(course_dir, pending, profile, db_url))
+                    results.update(_record(course_dir, pending, db_url))
                     pending, last = [], time.monotonic()
         if pending:
-            results.update(_record(course_dir, pending, profile, db_url))
+            results.update(_record(course_dir, pending, db_url))
     finally:
         if client is not scheduler:
             client.close()
