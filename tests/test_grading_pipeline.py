@@ -1,5 +1,5 @@
 """The grading pipeline's contracts: nbgrader's configured gradebook, results as data, clear
-messages, the sandbox gate, and a dead kernel that stays with its own student.
+messages, the sandbox gate (a dead kernel in a parallel group: tests/test_parallel.py).
 
 The first tests need no kernel; the last ones grade 00_welcome with real nbgrader (seconds).
 """
@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from course_utils.tooling import cli
-from course_utils.tooling.cells import read, solution_code
+from course_utils.tooling.cells import read
 from course_utils.tooling.gradebook import (
     AssignmentNotReleased,
     copy_assignment_definition,
@@ -29,14 +29,13 @@ from course_utils.tooling.grading import (
     NotebookScore,
     StudentResult,
     export_grades,
-    read_scores,
     scores_table,
     student_result,
 )
 from course_utils.tooling.nbgrader_runner import write_course_config
 from course_utils.tooling.release import prepare_scratch_course
 
-from conftest import ROOT, build_small_class
+from conftest import ROOT
 
 A = "00_welcome"
 TEST = "test_count_parameters"
@@ -194,24 +193,3 @@ def test_grade_before_release_says_so(tmp_path):
     assert (folder / f"{A}.ipynb").is_file()  # nothing was moved or graded
     feedback = _course_cli("feedback", A, course=course)
     assert feedback.returncode != 0 and f"Run `course release {A}` first" in feedback.stderr
-
-
-def solution_answer() -> str:
-    return solution_code(read(ROOT / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
-
-
-@pytest.mark.slow
-def test_a_dead_kernel_stays_with_its_student_in_a_parallel_group(tmp_path):
-    """One worker, one group: the crashing student fails alone, the others are graded."""
-    from course_utils.tooling.parallel import autograde_parallel
-
-    course = tmp_path / "course"
-    build_small_class(course, {"a-first": solution_answer(), "b-crash": "import os\nos._exit(1)\n",
-                               "c-after": solution_answer()})
-    run = autograde_parallel(course, A, workers=1)
-    by_student = {r.student: r for r in run.results}
-    assert by_student["b-crash"].status == "failed" and "kernel died" in by_student["b-crash"].reason
-    assert by_student["a-first"].status == "graded" and by_student["c-after"].status == "graded", run.results
-    scores = {r.student: r.cells[TEST].score for r in read_scores(course)}
-    assert scores["a-first"] == 2 and scores["c-after"] == 2
-    assert not any(p.name.startswith("course-grade-") for p in course.iterdir()), "scratch courses stay outside"
