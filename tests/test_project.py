@@ -149,6 +149,21 @@ def test_mypy_finds_nothing():
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
+# the library's modules whose tests live in a file named for a group of them
+TESTED_TOGETHER = {"device": "test_core", "profiles": "test_core", "seeding": "test_core", "session": "test_core",
+                   "agent": "test_checker", "wire": "test_checker"}
+
+
+def test_tests_mirror_the_library():
+    """A reader finds the tests of course_utils/<module>.py in tests/test_<module>.py (or as CONTRIBUTING.md says)."""
+    folder = ROOT / "src" / "course_utils"
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") + ["checks"]
+    missing = [m for m in modules if not (ROOT / "tests" / f"{TESTED_TOGETHER.get(m, 'test_' + m)}.py").is_file()]
+    assert not missing, f"no tests/test_<module>.py for {missing}"
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert all(f"`{m}`" in contributing for m in TESTED_TOGETHER), "CONTRIBUTING.md names where these are tested"
+
+
 def test_every_module_is_on_the_map():
     """A newcomer finds every module in its package's docstring (and CONTRIBUTING.md points there)."""
     import course_utils

