@@ -421,9 +421,11 @@ def grade_on_dask(
                         results[(name, student)] = _failure(name, student, future.exception())
                     future.release()
                     bar.update()
-                if pending and (len(pending) >= batch or time.monotonic() - last >= batch_seconds):
-                    results.update(_record(course_dir, pending, db_url))
-                    pending, last = [], time.monotonic()
+                # at most `batch` per recording: an interrupted client has lost at most one batch's work
+                while len(pending) >= batch or (pending and time.monotonic() - last >= batch_seconds):
+                    chunk, pending = pending[:batch], pending[batch:]
+                    results.update(_record(course_dir, chunk, db_url))
+                    last = time.monotonic()
         if pending:
             results.update(_record(course_dir, pending, db_url))
     finally:
