@@ -32,6 +32,14 @@ def test_a_quote_must_be_printed_as_a_number_of_its_own():
     assert missing_quotes(nb, "96.8 80.0 5") == []
 
 
+def test_a_quoted_line_must_be_printed_spaces_aside():
+    nb = _notebook('sums up <!-- quoted cpu cell-042: "pretrained GPT   test 64.9 ± 11.8%" --> and '
+                   '<!-- quoted cpu cell-043: "control test 48.9%" -->', "")
+    assert [q.number for q in quotes(nb)] == ["pretrained GPT   test 64.9 ± 11.8%", "control test 48.9%"]
+    printed = "pretrained GPT test 64.9 ± 11.8%   contrast 62.9%\ncontrol test 48.0%"
+    assert [q.number for q in missing_quotes(nb, printed)] == ["control test 48.9%"]
+
+
 def test_course_quoted_reports_what_the_run_does_not_print(tmp_path, monkeypatch, capsys):
     name = "00_welcome"
     (tmp_path / "solutions" / name).mkdir(parents=True)

@@ -6,8 +6,14 @@ not render::
 
     the pretrained encoder reaches 96.8%<!--q--> at 300 labels in 161<!--q--> s
 
+or, for a paragraph that sums up a printed line, with the line itself (the cell's id is for the
+reader)::
+
+    <!-- quoted cpu cell-042: "pretrained GPT         test 64.9 ± 11.8%" -->
+
 The check (``course quoted``) reads every marked number of a solution notebook and looks for it,
-spelled the same way (``96.8``, ``1,767``, ``-0.34``), among the text outputs of the executed
+spelled the same way (``96.8``, ``1,767``, ``-0.34``), and every quoted line (spaces aside),
+among the text outputs of the executed
 copy of that notebook (``build/executed/cpu/<A>.ipynb``, written by
 ``make demo PROFILE=cpu``). ``course quoted --record`` keeps those outputs as text in
 ``benchmarks/results/outputs-cpu/<A>.txt``, committed beside the timings, so the suite checks
@@ -28,6 +34,7 @@ MARK = "<!--q-->"
 # the number written right before the mark (a sign, digits with thousands commas, decimals), or before
 # a percent sign and the mark; a unit goes after the mark: ``1,767<!--q--> s``
 _QUOTED = re.compile(r"([-+−]?\d[\d,]*(?:\.\d+)?)(?:%|\\%)?" + re.escape(MARK))
+_QUOTED_LINE = re.compile(r'<!--\s*quoted\s+cpu\s+[^:>]*:\s*"(.+?)"\s*-->')
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,8 @@ def quotes(notebook: nbformat.NotebookNode) -> list[Quote]:
         for match in _QUOTED.finditer(cell.source):
             before = cell.source[max(0, match.start() - 40):match.start()].replace("\n", " ")
             found.append(Quote(index, match.group(1).replace("−", "-"), before.strip()))
+        for match in _QUOTED_LINE.finditer(cell.source):
+            found.append(Quote(index, match.group(1), "a printed line"))
     return found
 
 
@@ -67,7 +76,10 @@ def output_text(notebook: nbformat.NotebookNode) -> str:
 
 
 def _printed(number: str, text: str) -> bool:
-    """``number`` appears in ``text`` as a number of its own (``96.8`` not inside ``196.85``)."""
+    """``number`` appears in ``text`` as a number of its own (``96.8`` not inside ``196.85``); a quoted
+    line appears in it, runs of spaces aside."""
+    if not re.fullmatch(r"[-+]?\d[\d,]*(?:\.\d+)?", number):
+        return " ".join(number.split()) in " ".join(text.split())
     return re.search(rf"(?<![\d.,]){re.escape(number.lstrip('+'))}(?![\d]|[.,]\d)", text) is not None
 
 
