@@ -145,3 +145,14 @@ def test_a_new_gradebook_gets_the_revision_alembic_heads_prints(tmp_path):
     assert printed.split("\n")[0].split(" ")[0] == head
     with api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
         assert gradebook.db.execute(text("SELECT version_num FROM alembic_version")).scalar() == head
+
+
+def test_grading_runs_in_the_profile_it_is_given_whatever_the_shell_says(monkeypatch):
+    """A COURSE_PROFILE=cpu left in the instructor's shell must not make grading run full-size notebooks."""
+    from course_utils.tooling import cli
+    from course_utils.tooling.nbgrader_runner import grading_env
+
+    monkeypatch.setenv("COURSE_PROFILE", "cpu")
+    assert grading_env()["COURSE_PROFILE"] == "ci" and grading_env("gpu")["COURSE_PROFILE"] == "gpu"
+    assert cli.build_parser().parse_args(["grade", "00_welcome"]).profile == "ci"
+    assert cli.build_parser().parse_args(["grade", "--profile", "cpu"]).profile == "cpu"

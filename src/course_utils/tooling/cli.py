@@ -198,11 +198,12 @@ def cmd_grade(args: argparse.Namespace) -> int:
         if students and args.scheduler:
             on_dask[name] = students
         elif students:
-            print(f"autograding {name}: {len(students)} students, {workers} worker(s) ...", flush=True)
+            print(f"autograding {name}: {len(students)} students, {workers} worker(s), profile {args.profile!r} ...",
+                  flush=True)
             if workers > 1:
-                run = autograde_parallel(root, name, students, workers=workers)
+                run = autograde_parallel(root, name, students, workers=workers, profile=args.profile)
             else:
-                run = autograde(root, name, students)
+                run = autograde(root, name, students, profile=args.profile)
             results += run.results
             views = write_views(root, name, students)
             if views:
@@ -216,8 +217,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         from course_utils.tooling.dask_grading import grade_on_dask
 
         print(f"autograding {', '.join(on_dask)} on the Dask cluster at {args.scheduler}: "
-              f"{sum(map(len, on_dask.values()))} notebooks ...", flush=True)
-        for run in grade_on_dask(root, on_dask, args.scheduler, wall_limit=args.wall_limit or None,
+              f"{sum(map(len, on_dask.values()))} notebooks, profile {args.profile!r} ...", flush=True)
+        for run in grade_on_dask(root, on_dask, args.scheduler, profile=args.profile, wall_limit=args.wall_limit or None,
                                  sandbox=not args.no_sandbox):
             results += run.results
     failed = {(r.assignment, r.student): r.reason for r in results if r.status in ("failed", "malformed")}
@@ -424,7 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--all-mistakes", action="store_true", help="one student per curated mistake (as the tests do)")
     demo.add_argument("--workers", type=int, help="assignments of the demo class graded at once (default: one per core)")
     demo.add_argument("--class-dir", default="build/demo-class", help="scratch course for the demo class (default build/demo-class)")
-    grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/ (profile ci)")
+    grade = add("grade", cmd_grade, "autograde collected submissions in submitted/<student>/<assignment>/")
+    grade.add_argument("--profile", choices=("ci", "cpu", "gpu"), default="ci",
+                       help="the profile submissions run in (default ci, whatever COURSE_PROFILE says)")
     grade.add_argument("--student", action="append", help="grade only this student (repeatable)")
     grade.add_argument("--workers", type=int, help="students graded at once (default: one per core; 1 = serial nbgrader)")
     grade.add_argument("--scheduler", metavar="ADDRESS", default=os.environ.get("COURSE_DASK_SCHEDULER") or None,

@@ -2,7 +2,8 @@
 
 A subprocess keeps nbgrader's logging, its database session and any crash away from the
 caller. The environment's ``bin`` goes on PATH (nbgrader shells out to ``alembic``), and
-``COURSE_PROFILE`` defaults to ``ci`` so grading runs the notebooks at their fast size.
+``COURSE_PROFILE`` is the grading profile (``ci`` unless the caller says otherwise: a
+``COURSE_PROFILE`` left in the instructor's shell does not change what is graded).
 
 :func:`autograde_students` grades through nbgrader's Python API instead of its command
 line: one subprocess calls ``NbGraderAPI.autograde`` once per student and writes each
@@ -49,7 +50,7 @@ def grading_env(profile: str = "ci", extra: dict[str, str] | None = None) -> dic
     """The environment for nbgrader and the kernels it starts."""
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.setdefault("COURSE_PROFILE", profile)
+    env["COURSE_PROFILE"] = profile  # the grading profile, whatever the shell says
     env.setdefault("PYTHONWARNINGS", "ignore")
     env.setdefault("MPLBACKEND", "Agg")
     if extra:
