@@ -16,7 +16,8 @@ same run are the numbers to read.
 On Dask (`--part dask`, or `all`; needs the `dask` extra): the same class graded by the local
 parallel path (2 workers) and by `course grade --scheduler` on a LocalCluster of 2 and of 1
 single-threaded workers (cluster start-up not counted): the Dask path's time against the local
-one's (target <= 1.1x), throughput, and the client's recording cost per submission. Then a
+one's (target <= 1.1x), throughput, and the client's recording cost per batch and per submission
+(its Gradebook API recorder, and nbgrader's autograde with Execute off for comparison). Then a
 simulated class of 1,000 students x 13 notebooks: tasks that sleep each notebook's grading time
 (its measured `ci` execution time from results/notebooks-cpu.md plus the grading cost measured
 here, +-20% per student), scaled down to about `--sim-seconds` of wall time, scheduled by Dask's
@@ -185,17 +186,42 @@ def _journal_seconds(course: Path, assignment: str) -> list[float]:
     return [json.loads(line)["seconds"] for line in path.read_text().splitlines()] if path.is_file() else []
 
 
-def _fit(records: list[tuple[int, float]]) -> tuple[float, float]:
-    """Recording cost ``fixed + per * k`` seconds for a batch of k, from (k, seconds) pairs."""
-    sizes = {k for k, _ in records}
-    if len(sizes) < 2:
-        k = sum(k for k, _ in records)
-        return 0.0, sum(t for _, t in records) / max(k, 1)
-    n = len(records)
-    mean_k, mean_t = sum(k for k, _ in records) / n, sum(t for _, t in records) / n
-    per = sum((k - mean_k) * (t - mean_t) for k, t in records) / sum((k - mean_k) ** 2 for k, _ in records)
-    per = max(per, 0.0)
-    return max(mean_t - per * mean_k, 0.0), per
+def recording_cost(fresh: Path, graded: Path, assignment: str, students: list[str]) -> dict[str, tuple[float, float]]:
+    """Seconds the client takes to record a batch, as ``(fixed, per submission)``, by nbgrader
+    (``parallel.record_executed``: its autograde with Execute off, in a process of its own: the
+    client's path before) and by ``recording.record_executed_notebooks`` (the Gradebook API in
+    the client: its path now): the executed notebooks of ``graded`` recorded into copies of
+    ``fresh``, in a batch of one and a batch of all, each way alternately."""
+    from course_utils.tooling.dask_grading import _read_tree
+    from course_utils.tooling.parallel import record_executed
+    from course_utils.tooling.recording import record_executed_notebooks
+
+    executed = {s: _read_tree(graded / "autograded" / s / assignment) for s in students}
+    seconds: dict[str, dict[int, float]] = {"nbgrader": {}, "gradebook": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-record-") as scratch:
+        staging = Path(scratch) / "staging"
+        for student in students:
+            shutil.copytree(graded / "autograded" / student / assignment, staging / student / assignment)
+        for k in (1, len(students)):
+            for way in seconds:
+                course = Path(scratch) / f"{way}{k}"
+                shutil.copytree(fresh, course)
+                batch = students[:k]
+                started = time.perf_counter()
+                if way == "nbgrader":
+                    one = Path(scratch) / f"staging{k}"
+                    for student in batch:
+                        shutil.copytree(staging / student, one / student)
+                    record_executed(course, assignment, one)
+                else:
+                    record_executed_notebooks(course, assignment, {s: executed[s] for s in batch})
+                seconds[way][k] = time.perf_counter() - started
+    n = len(students)
+    costs = {}
+    for way, by_k in seconds.items():
+        per = max((by_k[n] - by_k[1]) / (n - 1), 0.0) if n > 1 else by_k[1]
+        costs[way] = (max(by_k[1] - per, 0.0), per)
+    return costs
 
 
 def notebook_durations(graded_s: float, assignment: str) -> tuple[dict[str, float], list[str], float]:
@@ -260,20 +286,9 @@ def dask_part(args: argparse.Namespace) -> bool:
     from course_utils.tooling import dask_grading
     from course_utils.tooling.submissions import submitted_students
 
-    load = [os.getloadavg()[0]]
-    records: list[tuple[int, float]] = []
-    record = dask_grading._record
-
-    def timed(course_dir, results, *rest, **kwargs):  # type: ignore[no-untyped-def]
-        started = time.perf_counter()
-        try:
-            return record(course_dir, results, *rest, **kwargs)
-        finally:
-            records.append((len(results), time.perf_counter() - started))
-
-    dask_grading._record = timed
     n = args.students
     times: dict[str, float] = {}
+    load: dict[str, tuple[float, float]] = {}  # 1-minute load average at the start and end of each run
     starts: dict[int, float] = {}
     per_task: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as scratch:
@@ -283,53 +298,67 @@ def dask_part(args: argparse.Namespace) -> bool:
         for folder in dirs.values():
             shutil.copytree(base, folder)
         students = submitted_students(base, args.assignment)
-        started = time.perf_counter()
+        started, before = time.perf_counter(), os.getloadavg()[0]
         local_run = autograde_parallel(dirs["local"], args.assignment, workers=2)
         times["local"] = time.perf_counter() - started
+        load["local"] = (before, os.getloadavg()[0])
         failed = {"local": len(local_run.failed)}
         for workers in (2, 1):
             started = time.perf_counter()
             with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
                     Client(cluster) as client:
                 starts[workers] = time.perf_counter() - started
-                started = time.perf_counter()
+                started, before = time.perf_counter(), os.getloadavg()[0]
                 # 2 workers: one batch at the end, as the local path records; 1 worker: batches of n/3
                 [run] = dask_grading.grade_on_dask(dirs[f"dask{workers}"], {args.assignment: students}, client,
                                                    progress=False, batch=n if workers == 2 else max(2, n // 3))
                 times[f"dask{workers}"] = time.perf_counter() - started
+                load[f"dask{workers}"] = (before, os.getloadavg()[0])
             failed[f"dask{workers}"] = len(run.failed)
             per_task += _journal_seconds(dirs[f"dask{workers}"], args.assignment)
         same = grades(dirs["local"]) == grades(dirs["dask2"]) == grades(dirs["dask1"])
-    dask_grading._record = record
-    load.append(os.getloadavg()[0])
-    fixed, per = _fit(records)
+        before = os.getloadavg()[0]
+        record = recording_cost(base, dirs["local"], args.assignment, students)
+        load["record"] = (before, os.getloadavg()[0])
     graded = statistics.median(per_task)
     durations, guessed, overhead = notebook_durations(graded, args.assignment)
-    sims = {w: simulate(durations, args.sim_students, w, (fixed, per), args.sim_seconds) for w in (8, 32, 128)}
+    sims = {w: simulate(durations, args.sim_students, w, record["gradebook"], args.sim_seconds) for w in (8, 32, 128)}
 
     def rate(seconds: float) -> str:
         return f"{n / seconds * 3600:.0f}"
 
+    def during(run: str) -> str:
+        return f"{load[run][0]:.1f} / {load[run][1]:.1f}"
+
+    def cost(way: str) -> str:
+        fixed, per = record[way]
+        return f"{fixed:.2f} s per batch + {per:.3f} s per submission"
+
     lines = [
         DASK_HEADER,
         "",
-        f"Machine: {_machine()}; load average {load[0]:.1f} before, {load[1]:.1f} after (a shared machine). "
-        f"Class: {n} generated students on `{args.assignment}`, `ci` profile, sandbox on. "
+        f"Machine: {_machine()} (a shared machine: the load average, 1 minute, is given at the start and end "
+        f"of each run). Class: {n} generated students on `{args.assignment}`, `ci` profile, sandbox on. "
         f"LocalCluster start-up (not counted): {starts[2]:.1f} s (2 workers), {starts[1]:.1f} s (1 worker).",
         "",
-        "| path | workers | wall time (s) | notebooks / hour | vs local parallel | failed |",
-        "|---|---|---|---|---|---|",
+        "| path | workers | wall time (s) | notebooks / hour | vs local parallel | failed | load average |",
+        "|---|---|---|---|---|---|---|",
         f"| `course grade --workers 2` (local parallel) | 2 | {times['local']:.1f} | {rate(times['local'])} | 1.00x | "
-        f"{failed['local']} |",
+        f"{failed['local']} | {during('local')} |",
         f"| `course grade --scheduler` (Dask LocalCluster) | 2 | {times['dask2']:.1f} | {rate(times['dask2'])} | "
-        f"**{times['dask2'] / times['local']:.2f}x** | {failed['dask2']} |",
+        f"**{times['dask2'] / times['local']:.2f}x** | {failed['dask2']} | {during('dask2')} |",
         f"| `course grade --scheduler` (Dask LocalCluster) | 1 | {times['dask1']:.1f} | {rate(times['dask1'])} | "
-        f"{times['dask1'] / times['local']:.2f}x | {failed['dask1']} |",
+        f"{times['dask1'] / times['local']:.2f}x | {failed['dask1']} | {during('dask1')} |",
         "",
         f"Per task on a worker (median, the journal's seconds): {graded:.2f} s; the Dask path's overhead per "
         f"notebook against the local path, 2 workers: {(times['dask2'] - times['local']) / n * 2:+.2f} s of a "
-        f"worker's time. The client's recording: {fixed:.2f} s per batch + {per:.3f} s per submission "
-        f"(fit over {len(records)} batches). Grades identical between the three runs: **{'yes' if same else 'NO'}**.",
+        f"worker's time. Grades identical between the three runs: **{'yes' if same else 'NO'}**.",
+        "",
+        f"The client's recording (the local run's {n} executed notebooks recorded into fresh copies of the class, "
+        f"in a batch of 1 and of {n}; load {during('record')}): by the Gradebook API in the client "
+        f"(`recording.record_executed_notebooks`, the Dask path's now), **{cost('gradebook')}**; by nbgrader's "
+        f"autograde with Execute off in a process of its own (`parallel.record_executed`, the Dask path's before, "
+        f"the local path's still), {cost('nbgrader')}.",
         "",
         f"### {args.sim_students:,} students x {len(durations)} notebooks, simulated",
         "",
@@ -345,7 +374,8 @@ def dask_part(args: argparse.Namespace) -> bool:
         "",
         f"Each simulation: {args.sim_students * len(durations):,} tasks that sleep their duration scaled to about "
         f"{args.sim_seconds:g} s of wall time, in-process workers (8 or 16, one thread per slot), the client recording in batches "
-        "(`grade_on_dask`'s loop: results that finished meanwhile are recorded together); Dask's own per-task cost is "
+        "(`grade_on_dask`'s loop: results that finished meanwhile are recorded together, at the Gradebook API's cost "
+        "above); Dask's own per-task cost is "
         "scaled up with the rest, so the hours are an upper estimate. The client's serial recording bounds what more "
         "workers can give.",
         "",
