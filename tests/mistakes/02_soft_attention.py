@@ -174,6 +174,18 @@ def attention_decoder_step(decoder: AttentionDecoder, y_prev: torch.Tensor, s_pr
     logits = decoder.out(torch.cat([s, context, e], dim=-1))
     return logits, s, weights
 '''),
+    # fourth blind red team (issue 24): right in exact arithmetic, NaN when a padded score is far above the
+    # real ones; the prose now says why the mask goes in before the softmax
+    Mistake(cell='attend', name='softmax over every position, then padding zeroed and renormalised', kind='boundary',
+            rejected_by=('test_attend',), source='''\
+def attend(scores, values, mask=None):
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask.to(weights.dtype)
+        weights = weights / weights.sum(-1, keepdim=True)
+    context = torch.einsum("bs,bsh->bh", weights, values)
+    return context, weights
+'''),
 ]
 
 # right answers in other styles, written blind from the release (issue 12): each must pass its tests
