@@ -103,3 +103,17 @@ def test_the_student_tooling_imports_nbgrader_lazily():
             f"for m in {modules!r}: __import__('course_utils.tooling.' + m)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_a_student_course_command_lists_only_the_student_verbs(capsys):
+    """Without the grader, `course --help` shows check and setup-kernel only, and an instructor's verb says
+    which extra to install instead of failing with a traceback."""
+    from course_utils.tooling import cli
+
+    student = cli.build_parser(instructor=False)
+    usage = student.format_help()
+    assert "{check,setup-kernel}" in usage and "autograde" not in usage and "held submissions" not in usage
+    args = student.parse_args(["grade", "03_self_attention"])
+    assert args.handler(args) == 2
+    assert 'pip install "course_utils[instructor]"' in capsys.readouterr().err
+    assert "autograde" in cli.build_parser(instructor=True).format_help()

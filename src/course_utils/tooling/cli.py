@@ -398,15 +398,47 @@ def cmd_quoted(args: argparse.Namespace) -> int:
 TIMEOUT_HELP = "seconds allowed per cell (default: ci 600, cpu and gpu no limit; 0 = no limit)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="course", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+STUDENT_VERBS = ("check", "setup-kernel")
+STUDENT_HELP = """The ``course`` command of the student install.
+
+    course check NOTEBOOK ...   run your notebook's visible tests
+    course setup-kernel         register the Jupyter kernel the notebooks use
+
+The instructor's commands (grade, feedback, review, ...) need the grader:
+pip install "course_utils[instructor]".
+"""
+
+
+def grader_installed() -> bool:
+    """Whether the instructor's commands can run here: nbgrader importable and the grading modules
+    present (the student wheel carries neither)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nbgrader") is not None and (Path(__file__).parent / "grading.py").is_file()
+
+
+def _needs_grader(args: argparse.Namespace) -> int:
+    print(f"course {args.command}: an instructor's command; this install has only the student's "
+          f"({', '.join(STUDENT_VERBS)}). Install the grader: pip install \"course_utils[instructor]\"",
+          file=sys.stderr)
+    return 2
+
+
+def build_parser(instructor: bool | None = None) -> argparse.ArgumentParser:
+    """The ``course`` parser; without the grader (``instructor`` False) only the student's verbs are listed,
+    and the others say what to install."""
+    instructor = grader_installed() if instructor is None else instructor
+    parser = argparse.ArgumentParser(prog="course", description=__doc__ if instructor else STUDENT_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar=None if instructor else "{" + ",".join(STUDENT_VERBS) + "}")
 
     def add(name: str, handler, help_text: str, with_assignments: bool = True) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+        shown = instructor or name in STUDENT_VERBS
+        sub = commands.add_parser(name, description=help_text, **({"help": help_text} if shown else {}))
         if with_assignments:
             sub.add_argument("assignments", nargs="*", help="assignment names (default: all)")
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=handler if shown else _needs_grader)
         return sub
 
     add("setup-kernel", cmd_setup_kernel, f"register the Jupyter kernel {KERNEL_NAME!r} for this environment", False)
