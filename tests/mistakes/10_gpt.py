@@ -548,3 +548,11 @@ ACCEPTED += [
                      '    scheduler.step()\n'
                      '    return loss.item()\n')),
 ]
+
+# fourth blind red team (issue 24)
+MISTAKES += [
+    Mistake(cell='train_step', name='zero_grad only at the end of the step (stale .grad reaches the update)', kind='logic',
+            rejected_by=('test_train_step',),
+            replace=(("    optimizer.zero_grad()\n    loss.backward()\n", "    loss.backward()\n"),
+                     ("    optimizer.step()\n", "    optimizer.step()\n    optimizer.zero_grad()\n"))),
+]
