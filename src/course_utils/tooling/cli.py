@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from course_utils.tooling.layout import KERNEL_DISPLAY_NAME, KERNEL_NAME, assignments, find_root
 
@@ -435,7 +436,8 @@ def build_parser(instructor: bool | None = None) -> argparse.ArgumentParser:
 
     def add(name: str, handler, help_text: str, with_assignments: bool = True) -> argparse.ArgumentParser:
         shown = instructor or name in STUDENT_VERBS
-        sub = commands.add_parser(name, description=help_text, **({"help": help_text} if shown else {}))
+        listed: dict[str, Any] = {"help": help_text} if shown else {}  # unlisted verbs: no help line
+        sub = commands.add_parser(name, description=help_text, **listed)
         if with_assignments:
             sub.add_argument("assignments", nargs="*", help="assignment names (default: all)")
         sub.set_defaults(handler=handler if shown else _needs_grader)
