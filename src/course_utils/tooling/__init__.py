@@ -9,7 +9,8 @@ By verb (the ``course`` command, :mod:`~course_utils.tooling.cli`):
   :mod:`~.quoted` (numbers the prose quotes, against the cpu run),
   :mod:`~.cells` and :mod:`~.layout` (nbgrader cells; where things are), :mod:`~.distribution`;
 - grading: :mod:`~.submissions` (inspect before nbgrader), :mod:`~.grading`,
-  :mod:`~.nbgrader_runner`, :mod:`~.parallel` (every core), :mod:`~.dask_grading` (a cluster),
+  :mod:`~.nbgrader_runner`, :mod:`~.parallel` (every core), :mod:`~.dask_grading` (a cluster; its client records
+  through :mod:`~.recording`),
   :mod:`~.gradebook`, :mod:`~.democlass` (the main job's class);
 - the untrusted submission: :mod:`~.sandbox`, :mod:`~.sandbox_execute`, :mod:`~.cgroup`
   (bubblewrap, limits per notebook), :mod:`~.checker` (hidden tests, outside the kernel);
