@@ -460,3 +460,12 @@ ACCEPTED += [
     return torch.cat([head, h], 1), torch.cat([real.new_full((B, 1), True), real], 1)
 '''),
 ]
+
+# fourth blind red team (issue 24)
+MISTAKES += [
+    Mistake(cell="feed_forward", name="computed in float32, cast back to x's dtype", kind="dtype",
+            rejected_by=("test_feed_forward",),
+            replace=(("    hidden = torch.relu(x @ W1 + b1)\n    return hidden @ W2 + b2\n",
+                      "    hidden = torch.relu(x.float() @ W1.float() + b1.float())\n"
+                      "    return (hidden @ W2.float() + b2.float()).to(x.dtype)\n"),)),
+]
