@@ -148,6 +148,8 @@ def test_check_device_dtype_accepts_right_answers_in_several_styles():
     (lambda x: torch.zeros(x.shape), "returned a tensor on cpu"),
     # needs data, so it cannot run on meta inputs: meta becomes the default device instead
     (lambda x: x * int(x.abs().sum().item() > 0) + torch.zeros(x.shape[-1]), "mixes devices"),
+    # moved to the CPU (meta cannot), then met a tensor made without device=: as_tensor keeps x's device
+    (lambda x: torch.arange(4) < torch.as_tensor(x).cpu()[..., None], "mixes devices"),
     (lambda x: torch.zeros(x.shape) + int(x.abs().sum().item() > 0), "created without device="),
 ])
 def test_check_device_dtype_rejects_tensors_made_without_device_or_dtype(wrong, words):

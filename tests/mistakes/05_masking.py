@@ -493,6 +493,18 @@ def key_padding_to_sdpa_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
         kind="boundary",
         replace=(("(~key_padding_mask)[:, None, None, :]", "(~key_padding_mask).squeeze(0)[..., None, None, :]"),),
     ),
+    # fourth blind red team (issue 24): the meta probe's fallback had moved as_tensor(lengths) to meta
+    Mistake(
+        cell="padding_mask",
+        name="lengths moved to the CPU, arange without device",
+        rejected_by=("test_padding_mask",),
+        kind="device",
+        source="""\
+def padding_mask(lengths, T):
+    lengths = torch.as_tensor(lengths)
+    return torch.arange(T) < lengths.cpu()[:, None]
+""",
+    ),
 ]
 
 ACCEPTED = [

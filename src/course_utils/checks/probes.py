@@ -105,7 +105,8 @@ class _NewTensorsOnMeta(torch.overrides.TorchFunctionMode):
     """Like ``with torch.device("meta")``: a tensor made without ``device=`` lands on meta.
 
     Except 0-dim tensors (``torch.tensor(float("-inf"))``): a CPU scalar may meet tensors on
-    any device, on a GPU too, so they stay on the CPU.
+    any device, on a GPU too, so they stay on the CPU; and ``torch.as_tensor(t)`` of a tensor,
+    which makes nothing new and keeps ``t``'s device (moving it would hide a later ``t.cpu()``).
     """
 
     def __enter__(self):  # type: ignore[no-untyped-def]
@@ -121,7 +122,9 @@ class _NewTensorsOnMeta(torch.overrides.TorchFunctionMode):
 
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func in _device_constructors() and kwargs.get("device") is None and isinstance(out, torch.Tensor) and out.dim() > 0:
+        keeps_device = func in (torch.as_tensor, torch.asarray) and bool(args) and isinstance(args[0], torch.Tensor)
+        if (func in _device_constructors() and kwargs.get("device") is None and isinstance(out, torch.Tensor)
+                and out.dim() > 0 and not keeps_device):
             return out.to("meta")
         return out
 
