@@ -484,3 +484,11 @@ MISTAKES += [
                     '    x += segment(segments)\n'
                     '    return norm(x)\n')),
 ]
+
+# fourth blind red team (issue 24)
+MISTAKES += [
+    Mistake(cell="token_classification_loss", name="view(-1, C): fails on a non-contiguous slice of logits", kind="logic",
+            rejected_by=("test_token_classification_loss",),
+            source=("def token_classification_loss(logits, labels):\n"
+                    "    return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)\n")),
+]
