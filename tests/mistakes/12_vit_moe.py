@@ -264,3 +264,10 @@ ACCEPTED = [
                      "                keep[t][r] = True\n"
                      "    return torch.tensor(keep, dtype=torch.bool, device=experts.device)\n")),
 ]
+
+# fourth blind red team (issue 24)
+MISTAKES += [
+    Mistake(cell="top_k_gating", name="experts returned as int32, not torch.long", kind="dtype",
+            rejected_by=("test_top_k_gating",),
+            replace=(("    return weights, experts\n", "    return weights, experts.to(torch.int32)\n"),)),
+]
