@@ -177,11 +177,13 @@ def test_in_place_changes_gradients_and_seeds_cross(kernel):
     answer = (
         "def scale_(x):\n    x.mul_(2)\n    return x.sum()\n"
         "def grow(x, w):\n    return (x * w).sum(-1)\n"
+        "def merge_(symbols, ranks):\n    symbols[:2] = [symbols[0] + symbols[1]]\n    ranks.pop('x')\n    return symbols\n"
         "class Lin(torch.nn.Module):\n    def __init__(self):\n        super().__init__(); self.f = torch.nn.Linear(3, 2)\n"
         "    def forward(self, x):\n        return self.f(x)\n"
     )
     test = (
         "x = torch.ones(3)\nscale_(x)\ncheck(torch.equal(x, 2 * torch.ones(3)), 'in-place change seen')\n"
+        "s, r = ['a', 'b', 'c'], {'x': 1, 'y': 2}\nmerge_(s, r)\ncheck(s == ['ab', 'c'] and r == {'y': 2}, 'a list or dict changed in place')\n"
         "a = torch.randn(4, 3, requires_grad=True)\nw = torch.randn(3)\ngrow(a, w).sum().backward()\n"
         "check_close(a.grad, w.expand(4, 3), 'gradient across')\n"
         "torch.manual_seed(3)\nm = Lin()\ntorch.manual_seed(3)\nref = torch.nn.Linear(3, 2)\n"

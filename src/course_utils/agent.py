@@ -470,7 +470,20 @@ def _snapshot(value: Any) -> Any:
                 [_snapshot(t) for t in value.state_dict().values()],
                 [id(m) for _, m in value.named_modules(remove_duplicate=False)],
                 [(name, id(p)) for name, p in value.named_parameters(remove_duplicate=False)])
+    if type(value) in (list, dict) and len(value) <= 10_000 and _plain(value):  # symbols.append(...), ranks.pop(...)
+        return repr(value)
     return None
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is made of strings, numbers, None, lists, tuples and dicts only (a list of symbols)."""
+    if value is None or type(value) in (str, int, float, bool, bytes):
+        return True
+    if depth < 4 and type(value) in (list, tuple):
+        return all(_plain(item, depth + 1) for item in value)
+    if depth < 4 and type(value) is dict:
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    return False
 
 
 def _enter(contexts: list) -> Any:

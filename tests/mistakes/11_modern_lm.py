@@ -357,3 +357,11 @@ ACCEPTED = [
                        "self.register_parameter('lora_A', nn.Parameter(torch.empty(rank, base.in_features, device=w.device, dtype=w.dtype)))\n"
                        "        nn.init.normal_(self.lora_A, std=1 / math.sqrt(base.in_features))"),)),
 ]
+
+# fourth blind red team (issue 24): it escaped because the checker did not copy back a list changed in place
+MISTAKES += [
+    Mistake(cell="merge_word", name="merges in the caller's list (no copy)", kind="argument",
+            rejected_by=("test_merge_word",),
+            replace=(("    symbols = list(symbols)\n", ""),
+                     ("        symbols = merged\n", "        symbols[:] = merged\n"))),
+]

@@ -12,8 +12,8 @@ nothing the student's code does in its kernel can switch a check off or read a h
 To keep a test cell's meaning the same as in one process:
 - PyTorch's global random state and default dtype travel with every request (a test that
   seeds, then builds the student's model, gets the weights it would have got in-kernel);
-- an argument the student's code changes in place is changed here too (so
-  ``leaves_unchanged`` sees it);
+- an argument the student's code changes in place (a tensor, a module, a generator, a list or
+  dict of plain values) is changed here too (so ``leaves_unchanged`` sees it);
 - gradients flow across: a result that requires grad is tied to the kernel's graph, and
   ``backward()`` here runs backward there;
 - a function of the checker passed to the kernel (a reference, a lambda) is called back;
@@ -717,6 +717,11 @@ def _write_back(local: Any, new: Any) -> None:
             local.requires_grad_(new.requires_grad)
     elif isinstance(local, torch.Generator) and isinstance(new, torch.Generator):
         local.set_state(new.get_state())
+    elif type(local) is list and isinstance(new, list):
+        local[:] = new
+    elif type(local) is dict and isinstance(new, dict):
+        local.clear()
+        local.update(new)
     elif isinstance(local, torch.nn.Module) and isinstance(new, dict) and "module_state" in new:
         state, modes, trainable = new["module_state"], new.get("training", []), new.get("requires_grad", [])
         for names in new.get("shared_modules", []) or []:  # one submodule under two names (lm_head = wte)
