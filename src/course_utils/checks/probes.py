@@ -59,26 +59,34 @@ def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-class _DeviceMixing(torch.overrides.TorchFunctionMode):
+class _RemoteTorchMode(torch.overrides.TorchFunctionMode):
+    """A torch function mode that a call into the kernel's process (the grader's checker) must run
+    under too: entering it registers ``(remote, self)`` in ``_REMOTE_MODES``, leaving it removes it."""
+
+    remote: tuple[str, ...] = ()
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        _REMOTE_MODES.append((self.remote, self))
+        return super().__enter__()
+
+    def __exit__(self, *exc):  # type: ignore[no-untyped-def]
+        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
+        return super().__exit__(*exc)
+
+
+class _DeviceMixing(_RemoteTorchMode):
     """Records torch calls that mix a meta tensor with a CPU tensor that is not a scalar.
 
     Meta kernels are lenient where CUDA is not (an embedding looked up with CPU indices);
     indexing (``x[idx]``) stays allowed, as CUDA accepts CPU index tensors there.
     """
 
+    remote = ("device_mixing",)
     _ALLOWED = frozenset({"__getitem__", "__setitem__", "__get__", "__set__", "size", "dim", "to", "__format__", "__repr__"})
 
     def __init__(self) -> None:
         super().__init__()
         self.found: list[str] = []
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        _REMOTE_MODES.append((("device_mixing",), self))
-        return super().__enter__()
-
-    def __exit__(self, *exc):  # type: ignore[no-untyped-def]
-        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
-        return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
         kwargs = kwargs or {}
@@ -101,7 +109,7 @@ def _module_like(module: torch.nn.Module, args: Any, kwargs: Any) -> torch.nn.Mo
     return copy_.to(floats[0].dtype) if floats else copy_
 
 
-class _NewTensorsOnMeta(torch.overrides.TorchFunctionMode):
+class _NewTensorsOnMeta(_RemoteTorchMode):
     """Like ``with torch.device("meta")``: a tensor made without ``device=`` lands on meta.
 
     Except 0-dim tensors (``torch.tensor(float("-inf"))``): a CPU scalar may meet tensors on
@@ -109,13 +117,7 @@ class _NewTensorsOnMeta(torch.overrides.TorchFunctionMode):
     which makes nothing new and keeps ``t``'s device (moving it would hide a later ``t.cpu()``).
     """
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        _REMOTE_MODES.append((("new_on_meta",), self))
-        return super().__enter__()
-
-    def __exit__(self, *exc):  # type: ignore[no-untyped-def]
-        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
-        return super().__exit__(*exc)
+    remote = ("new_on_meta",)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         from torch.utils._device import _device_constructors
