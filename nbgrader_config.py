@@ -29,7 +29,7 @@ _ci = os.environ.get("COURSE_PROFILE", "") == "ci"
 c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT") or (120 if _ci else 900))
 c.Execute.interrupt_on_timeout = True
 
-# Every submission's kernel runs in a bubblewrap sandbox (course_utils/tooling/sandbox.py):
+# Every submission's kernel runs in a bubblewrap sandbox (grader/src/course_grader/sandbox/bubblewrap.py):
 # it sees a private copy of its own notebook and the read-only environment, not the course
 # directory, the gradebook, other submissions, the network or the grader's environment, under
 # limits on memory, processes, CPU, file size and wall time (COURSE_SANDBOX_* override them).
@@ -39,7 +39,7 @@ c.Execute.interrupt_on_timeout = True
 # autograding stops and says what to install; only COURSE_SANDBOX=off (`course grade
 # --no-sandbox`) grades unsandboxed.
 c.Autograde.autograde_preprocessors = [
-    "course_utils.tooling.sandbox.SandboxedExecute",
+    "course_grader.sandbox.execute.SandboxedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -61,6 +61,6 @@ c.OverwriteCells.add_missing_cells = True
 # hidden tests' source or tracebacks (nbgrader's default feedback shows both).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "course_utils.tooling.feedback.HideHiddenTests",
+    "course_grader.grading.feedback.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -6,7 +6,7 @@
 Builds a generated class (solutions, blank releases and curated mistakes in turn), grades
 it serially (one `nbgrader autograde`, as nbgrader does by default) with each kernel in the
 bubblewrap sandbox, serially again without it (`COURSE_SANDBOX=off`), and in parallel
-(`course_utils.tooling.parallel`, sandboxed); checks that all give the same grades. The
+(`course_grader.grading.parallel`, sandboxed); checks that all give the same grades. The
 sandbox's cost per notebook is also measured directly: the assignment's solution notebook
 executed by `SandboxedExecute` in one process, sandbox on and off alternately, median of
 `--sandbox-repeats` runs each. Writes a Markdown table to benchmarks/results/grading.md with
@@ -44,11 +44,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from course_utils.tooling.democlass import demo_students, write_submissions  # noqa: E402
-from course_utils.tooling.grading import autograde, read_scores  # noqa: E402
-from course_utils.tooling.mistakes import load_mistakes  # noqa: E402
-from course_utils.tooling.parallel import autograde_parallel, default_workers  # noqa: E402
-from course_utils.tooling.release import generate_release, prepare_scratch_course  # noqa: E402
+from course_grader.demo import demo_students, write_submissions  # noqa: E402
+from course_grader.grading.scores import autograde, read_scores  # noqa: E402
+from course_grader.authoring.mistakes import load_mistakes  # noqa: E402
+from course_grader.grading.parallel import autograde_parallel, default_workers  # noqa: E402
+from course_grader.authoring.release import generate_release, prepare_scratch_course  # noqa: E402
 
 
 def build_class(course: Path, assignment: str, n_students: int) -> None:
@@ -66,7 +66,7 @@ def notebook_seconds(course: Path, assignment: str, repeats: int) -> dict[str, f
     """Median seconds to execute the solution notebook with the sandbox ``on`` and ``off``."""
     import nbformat
 
-    from course_utils.tooling.sandbox import SandboxedExecute
+    from course_grader.sandbox.bubblewrap import SandboxedExecute
 
     source = nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     times: dict[str, list[float]] = {"on": [], "off": []}
@@ -180,7 +180,7 @@ def _machine() -> str:
 
 
 def _journal_seconds(course: Path, assignment: str) -> list[float]:
-    from course_utils.tooling.dask_grading import journal_path
+    from course_grader.grading.dask_grading import journal_path
 
     path = journal_path(course, assignment)
     return [json.loads(line)["seconds"] for line in path.read_text().splitlines()] if path.is_file() else []
@@ -192,9 +192,9 @@ def recording_cost(fresh: Path, graded: Path, assignment: str, students: list[st
     client's path before) and by ``recording.record_executed_notebooks`` (the Gradebook API in
     the client: its path now): the executed notebooks of ``graded`` recorded into copies of
     ``fresh``, in a batch of one and a batch of all, each way alternately."""
-    from course_utils.tooling.dask_grading import _read_tree
-    from course_utils.tooling.parallel import record_executed
-    from course_utils.tooling.recording import record_executed_notebooks
+    from course_grader.grading.dask_grading import _read_tree
+    from course_grader.grading.parallel import record_executed
+    from course_grader.grading.recording import record_executed_notebooks
 
     executed = {s: _read_tree(graded / "autograded" / s / assignment) for s in students}
     seconds: dict[str, dict[int, float]] = {"nbgrader": {}, "gradebook": {}}
@@ -228,7 +228,7 @@ def notebook_durations(graded_s: float, assignment: str) -> tuple[dict[str, floa
     """Seconds to grade each notebook: its measured ci execution time (results/notebooks-cpu.md)
     plus grading's own cost, measured here (``graded_s`` of ``assignment`` minus its execution
     time, returned third). Notebooks not in that table get the median of the others (listed second)."""
-    from course_utils.tooling.layout import assignments
+    from course_utils.layout import assignments
 
     executed = {}
     for line in NOTEBOOK_TIMES.read_text().splitlines() if NOTEBOOK_TIMES.is_file() else []:
@@ -283,8 +283,8 @@ def simulate(durations: dict[str, float], students: int, workers: int, record: t
 def dask_part(args: argparse.Namespace) -> bool:
     from distributed import Client, LocalCluster
 
-    from course_utils.tooling import dask_grading
-    from course_utils.tooling.submissions import submitted_students
+    from course_grader.grading import dask_grading
+    from course_grader.grading.submissions import submitted_students
 
     n = args.students
     times: dict[str, float] = {}

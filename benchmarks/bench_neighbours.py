@@ -9,7 +9,7 @@ An honest tiny notebook is executed by ``SandboxedExecute`` (kernel start includ
 grading) alone, and right after while a hostile notebook runs in its own sandbox in a
 parallel grader process: a fork bomb, a CPU burner in 3 processes, or a memory hog (3 children each holding
 half the memory limit and reallocating it). In ``cgroup`` mode each sandbox has its cgroup
-(course_utils.tooling.cgroup); in ``per-process`` mode (``COURSE_SANDBOX_CGROUP=off``) only
+(course_grader.sandbox.cgroup); in ``per-process`` mode (``COURSE_SANDBOX_CGROUP=off``) only
 today's rlimits apply. The hostile notebook starts first; the honest one starts once the
 hostile cell runs plus ``--ramp`` seconds, and the hostile one is stopped when it is done.
 Modes and cases alternate within each repeat; the slow-down is the median ratio of each
@@ -99,7 +99,7 @@ def _notebook(*sources: str):
 
 
 def _set_mode(mode: str) -> None:
-    from course_utils.tooling import cgroup
+    from course_grader.sandbox import cgroup
 
     if MODES[mode] is None:
         os.environ.pop("COURSE_SANDBOX_CGROUP", None)
@@ -113,7 +113,7 @@ def _set_mode(mode: str) -> None:
 
 def neighbour(kind: str, half: int) -> int:
     """Grade the hostile notebook until stdin closes; print one JSON line saying how it ended."""
-    from course_utils.tooling.sandbox import SandboxedExecute
+    from course_grader.sandbox.bubblewrap import SandboxedExecute
 
     stopped = threading.Event()
     started = time.perf_counter()
@@ -145,7 +145,7 @@ def neighbour(kind: str, half: int) -> int:
 
 
 def honest_seconds() -> float:
-    from course_utils.tooling.sandbox import SandboxedExecute
+    from course_grader.sandbox.bubblewrap import SandboxedExecute
 
     nb = _notebook(*HONEST)
     started = time.perf_counter()
@@ -177,7 +177,7 @@ def beside(kind: str, half: int, ramp: float) -> tuple[float, dict]:
 def isolate(weight: int) -> Callable[[], None]:
     """Move this process (and all it starts) into a cpu cgroup weighing ``weight`` ordinary ones
     (v1); return the undo. Simulates a grading machine that other work does not crowd."""
-    from course_utils.tooling import cgroup
+    from course_grader.sandbox import cgroup
 
     support = cgroup.detect()
     if support.version != 1 or "cpu" not in support.bases:
@@ -216,8 +216,8 @@ def main() -> int:
     if args.neighbour:
         return neighbour(args.neighbour, args.half)
 
-    from course_utils.tooling.cgroup import cgroup_status
-    from course_utils.tooling.sandbox import _parse_size
+    from course_grader.sandbox.cgroup import cgroup_status
+    from course_grader.sandbox.bubblewrap import _parse_size
 
     os.environ["COURSE_SANDBOX_MEMORY"] = args.memory
     os.environ["COURSE_SANDBOX_PROCESSES"] = str(args.processes)

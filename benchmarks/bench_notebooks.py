@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_result  # noqa: E402
 
 from course_utils.device import get_device  # noqa: E402
-from course_utils.tooling.execute import execute_solutions  # noqa: E402
-from course_utils.tooling.layout import assignments, find_root  # noqa: E402
+from course_grader.authoring.execute import execute_solutions  # noqa: E402
+from course_utils.layout import assignments, find_root  # noqa: E402
 
 BUDGET_S = {"ci": 60, "cpu": 600, "gpu": 600}
 

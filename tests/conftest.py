@@ -22,7 +22,7 @@ import pytest
 
 # jsonschema (through nbformat) builds an RFC 3987 grammar at import, 2-5 s of every test
 # process, when rfc3987_syntax is installed, for a string format no notebook schema uses (see
-# course_utils.tooling.nbgrader_runner). Loaded plugins (nbval) import nbformat before this
+# course_grader.grading.runner). Loaded plugins (nbval) import nbformat before this
 # file, so in `make test` the guard comes too late for the test process itself.
 sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 os.environ.setdefault("COURSE_PROFILE", "ci")
@@ -34,7 +34,7 @@ CACHE_KEY = "course/durations"
 
 
 def assignment_names() -> list[str]:
-    from course_utils.tooling.layout import assignments
+    from course_utils.layout import assignments
 
     return assignments(ROOT)
 
@@ -49,8 +49,8 @@ def build_small_class(course: Path, students: dict[str, str | None]) -> Path:
     A small class for tests of the grading pipeline (local, parallel, Dask)."""
     import nbformat
 
-    from course_utils.tooling.cells import fill_answers, read
-    from course_utils.tooling.release import generate_release, prepare_scratch_course
+    from course_utils.cells import fill_answers, read
+    from course_grader.authoring.release import generate_release, prepare_scratch_course
 
     assignment = "00_welcome"
     prepare_scratch_course(ROOT, course, [assignment])

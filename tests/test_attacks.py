@@ -51,11 +51,11 @@ from attacks.catalogue import (
     attacks,
     recovered,
 )
-from course_utils.tooling.cells import answer_cells, fill_answers, nbgrader_meta, read, solution_code
-from course_utils.tooling.feedback import hidden_lines
-from course_utils.tooling.grading import read_scores
-from course_utils.tooling.mistakes import load_accepted
-from course_utils.tooling.release import generate_release, prepare_scratch_course
+from course_utils.cells import answer_cells, fill_answers, nbgrader_meta, read, solution_code
+from course_grader.grading.feedback import hidden_lines
+from course_grader.grading.scores import read_scores
+from course_grader.authoring.mistakes import load_accepted
+from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT
 
@@ -84,7 +84,7 @@ FULL = os.environ.get("COURSE_RED_TEAM", "") == "full"
 
 
 def _sandbox_missing() -> str | None:
-    from course_utils.tooling.sandbox import sandbox_problem
+    from course_grader.sandbox.bubblewrap import sandbox_problem
 
     return sandbox_problem()
 
@@ -207,7 +207,7 @@ def _course(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "COURSE_SANDBOX"}  # always sandboxed
     env = dict(env, COURSE_ROOT=str(course), COURSE_PROFILE="ci", COURSE_CELL_TIMEOUT="30",
                GRADER_SECRET=SECRET)
-    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=course, env=env,
+    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=1200)
 
 
@@ -380,7 +380,7 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
         for student in on_hold:
             assert f"{a}: no feedback for {student}: held" in said.stdout, said.stdout[-3000:]
             assert not (course / "feedback" / student / a).exists(), f"{student} / {a} is held but has feedback"
-    from course_utils.tooling.review import decide
+    from course_grader.grading.review import decide
 
     for a, student in held:  # what `course review A S --accept` records
         decide(course, a, student, "accept", reason="red team: feedback must stay clean", by="test_attacks")

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.tooling.cells import answer_cells, nbgrader_meta, read, solution_code
-from course_utils.tooling.release import prepare_scratch_course
+from course_utils.cells import answer_cells, nbgrader_meta, read, solution_code
+from course_grader.authoring.release import prepare_scratch_course
 
 from conftest import ROOT
 from hubclass import COURSE, GRADER, Hub, Users, missing_hub_tools, open_folder, shut_down

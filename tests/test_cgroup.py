@@ -1,4 +1,4 @@
-"""Per-notebook cgroups (course_utils.tooling.cgroup): limits count the kernel and its children together.
+"""Per-notebook cgroups (course_grader.sandbox.cgroup): limits count the kernel and its children together.
 
 The first tests drive :class:`SandboxCgroup` with plain processes (they need writable cgroups,
 not bwrap); the others grade tiny notebooks through ``SandboxedExecute`` and read the
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.tooling import cgroup, sandbox
-from course_utils.tooling.cgroup import SandboxCgroup, cgroup_status
-from course_utils.tooling.sandbox import SandboxLimitError, SandboxLimits
+from course_grader.sandbox import cgroup
+from course_grader.sandbox import bubblewrap as sandbox
+from course_grader.sandbox.cgroup import SandboxCgroup, cgroup_status
+from course_grader.sandbox.bubblewrap import SandboxLimitError, SandboxLimits
 
 from test_sandbox import needs_bwrap, run
 

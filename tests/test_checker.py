@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from course_utils import wire
-from course_utils.tooling.checker import check_cell, split_hidden
-from course_utils.tooling.layout import KERNEL_NAME
+from course_grader.grading.checker import check_cell, split_hidden
+from course_utils.layout import KERNEL_NAME
 
 SENTINEL = "hidden-sentinel-9c2e"
 TEST = f'''
@@ -268,7 +268,7 @@ def test_a_handle_never_claims_to_be_a_tensor_nor_makes_the_checker_import(kerne
 
 def test_what_the_kernel_sends_in_one_cell_is_bounded(kernel, monkeypatch):
     """E4: an answer whose `.shape` yields views of one big tensor, each sent as a new tensor."""
-    from course_utils.tooling import checker as checker_module
+    from course_grader.grading import checker as checker_module
 
     monkeypatch.setattr(checker_module, "_MAX_RECEIVED", 8 << 20)
     answer = "BIG = torch.zeros(1 << 19)\ndef shape_of(n):\n    return (BIG[:] for _ in range(n))\n"
@@ -281,7 +281,7 @@ def test_names_the_test_cell_binds_itself_are_never_asked_for():
     """E2: the kernel learnt every hidden identifier from the checker's lookup request."""
     import ast
 
-    from course_utils.tooling.checker import _names_used
+    from course_grader.grading.checker import _names_used
 
     source = ("from course_utils.checks import check\ns_copy = torch.randn(3)\ncheck(f(s_copy) is not None, 'm')\n"
               "model = model.eval()\nys = [t * 2 for t in X_train]\ndef helper(arg):\n    return arg + W\n")

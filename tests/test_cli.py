@@ -11,7 +11,7 @@ import sys
 import nbformat
 import pytest
 
-from course_utils.tooling.cells import fill_answers, read, solution_code
+from course_utils.cells import fill_answers, read, solution_code
 
 from conftest import ROOT
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 def course(*args, cwd=ROOT, env=None):
-    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
@@ -116,7 +116,7 @@ def test_main_job_on_notebook_00(tmp_path):
 
 def test_execution_cell_limit_follows_the_profile():
     """Executing (not grading) at full size never times out: a slower machine only takes longer."""
-    from course_utils.tooling.execute import execution_timeout
+    from course_utils.execute import execution_timeout
 
     assert execution_timeout("ci") and execution_timeout("ci") >= 300
     assert execution_timeout("cpu") is None and execution_timeout("gpu") is None

@@ -1,4 +1,4 @@
-"""Grading on a Dask cluster (course_utils.tooling.dask_grading), on a LocalCluster of 2 workers.
+"""Grading on a Dask cluster (course_grader.grading.dask_grading), on a LocalCluster of 2 workers.
 
 One end-to-end test grades a real class of 00_welcome on the cluster and serially (`--workers 1`)
 and compares the grades; the fault tests (a worker killed mid-task, an interrupted client) use a
@@ -20,10 +20,10 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
-from course_utils.tooling import dask_grading  # noqa: E402
-from course_utils.tooling.cells import read, solution_code  # noqa: E402
-from course_utils.tooling.dask_grading import SubmissionResult, grade_on_dask, journal_path  # noqa: E402
-from course_utils.tooling.grading import autograde, read_scores  # noqa: E402
+from course_grader.grading import dask_grading  # noqa: E402
+from course_utils.cells import read, solution_code  # noqa: E402
+from course_grader.grading.dask_grading import SubmissionResult, grade_on_dask, journal_path  # noqa: E402
+from course_grader.grading.scores import autograde, read_scores  # noqa: E402
 
 from conftest import ROOT, build_small_class  # noqa: E402
 
@@ -148,7 +148,7 @@ def test_an_interrupted_client_records_only_what_is_missing_when_run_again(tmp_p
 @pytest.mark.slow
 def test_a_task_past_its_wall_limit_is_reported_with_its_reason(tmp_path, client, monkeypatch, capsys):
     """Through `course grade A --scheduler ADDRESS --wall-limit 3`."""
-    from course_utils.tooling import cli
+    from course_grader import cli
 
     course = build_small_class(tmp_path / "course", {"a-forever": "import time\ntime.sleep(600)\n"})
     monkeypatch.setenv("COURSE_ROOT", str(course))

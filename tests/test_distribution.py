@@ -13,7 +13,7 @@ from email.parser import Parser
 import pytest
 import yaml
 
-from course_utils.tooling.distribution import MARKERS, STUDENT_TOOLING, build_student_distribution, dist_texts, leaks, secret_lines
+from course_grader.authoring.distribution import MARKERS, build_student_distribution, dist_texts, leaks, secret_lines
 
 from conftest import ROOT
 
@@ -30,8 +30,10 @@ def test_the_distribution_holds_the_release_a_wheel_and_a_readme(dist):
     assert "README.md" in names and "course check" in (dist / "README.md").read_text()
     (wheel,) = dist.glob("wheels/course_utils-*.whl")
     members = zipfile.ZipFile(wheel).namelist()
-    assert "course_utils/gpt.py" in members and "course_utils/tooling/selfcheck.py" in members
-    assert not any(re.search(r"tooling/(grading|feedback|sandbox|scan|democlass|rejection|mistakes)\.py", m) for m in members)
+    assert "course_utils/gpt.py" in members and "course_utils/selfcheck.py" in members and "course_utils/cli.py" in members
+    assert not any(m.startswith("course_grader") for m in members), "the grader is another package"
+    packages = {m.split("/")[0] for m in members if m.endswith(".py")}
+    assert packages == {"course_utils"}, packages
 
 
 def test_no_solution_and_no_hidden_test_in_any_file_of_it(dist):
@@ -64,18 +66,18 @@ def test_a_student_install_does_not_need_nbgrader(dist):
     (wheel,) = dist.glob("wheels/course_utils-*.whl")
     metadata = Parser().parsestr(zipfile.ZipFile(wheel).read("course_utils-0.1.0.dist-info/METADATA").decode())
     requires = metadata.get_all("Requires-Dist")
-    unconditional = [r for r in requires if "extra ==" not in r]
-    assert not any(r.startswith(("nbgrader", "nbval")) for r in unconditional), unconditional
-    assert any(r.startswith("nbgrader") and 'extra == "instructor"' in r for r in requires)
+    assert not any(r.startswith(("nbgrader", "nbval", "course_grader")) for r in requires), requires
+    assert any(r.startswith("torch") for r in requires)
 
 
 @pytest.mark.slow
 def test_course_check_runs_with_nbgrader_unimportable(tmp_path):
-    """`course check` (nbclient) works when nbgrader and nbval cannot be imported."""
+    """`course check` (nbclient) works when nbgrader, nbval and the grader cannot be imported."""
     notebook = ROOT / "solutions" / "00_welcome" / "00_welcome.ipynb"
-    code = ("import sys; sys.modules['nbgrader'] = None; sys.modules['nbval'] = None\n"
-            "from course_utils.tooling.cli import main\n"
-            f"code = main(['check', {str(notebook)!r}])\n"
+    code = ("import sys; sys.modules['nbgrader'] = None; sys.modules['nbval'] = None; sys.modules['course_grader'] = None\n"
+            "from course_utils.cli import build_parser\n"
+            f"args = build_parser(plugins=[]).parse_args(['check', {str(notebook)!r}])\n"
+            "code = args.handler(args)\n"
             "assert not any(m == 'nbgrader' or m.startswith('nbgrader.') for m in sys.modules if sys.modules[m])\n"
             "raise SystemExit(code)\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -83,37 +85,40 @@ def test_course_check_runs_with_nbgrader_unimportable(tmp_path):
     assert "PASS" in result.stdout
 
 
-def test_instructor_tools_are_an_extra_everywhere():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert not any(d.startswith(("nbgrader", "nbval")) for d in project["dependencies"])
-    assert any(d.startswith("nbgrader==") for d in project["optional-dependencies"]["instructor"])
-    extras = re.search(r"^EXTRAS\s*\?=\s*(\S+)", (ROOT / "Makefile").read_text(), re.M).group(1).split(",")
-    assert "instructor" in extras
+def test_the_grader_is_its_own_package_everywhere():
+    """nbgrader is the grader's dependency, not the student package's; every install route installs both."""
+    student = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    grader = tomllib.loads((ROOT / "grader" / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith(("nbgrader", "nbval")) for d in student["dependencies"])
+    assert not any(d.startswith(("nbgrader", "nbval")) for extra in student["optional-dependencies"].values() for d in extra)
+    assert any(d.startswith("nbgrader==") for d in grader["dependencies"]) and "course_utils" in grader["dependencies"]
+    assert grader["entry-points"]["course_utils.commands"] == {"grader": "course_grader.cli"}
+    assert re.search(r"-e \./grader", (ROOT / "Makefile").read_text())
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = [line for entry in env["dependencies"] if isinstance(entry, dict) for line in entry.get("pip", [])]
-    assert any(re.search(r"\.\[[a-z,]*instructor", line) for line in pip), pip
-
-
-def test_the_student_tooling_imports_nbgrader_lazily():
-    """The tooling a student gets, and the instructor commands' entry points, import without nbgrader
-    (sandbox.py subclasses nbgrader's Execute: only nbgrader itself loads it)."""
-    modules = [name.removesuffix(".py") for name in STUDENT_TOOLING if name != "__init__.py"]
-    modules += ["scan", "distribution", "feedback", "grading", "submissions", "release", "parallel"]
-    code = ("import sys; sys.modules['nbgrader'] = None\n"
-            f"for m in {modules!r}: __import__('course_utils.tooling.' + m)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert any(line.startswith("-e ./grader") for line in pip), pip
 
 
 def test_a_student_course_command_lists_only_the_student_verbs(capsys):
     """Without the grader, `course --help` shows check and setup-kernel only, and an instructor's verb says
-    which extra to install instead of failing with a traceback."""
-    from course_utils.tooling import cli
+    what to install instead of failing with a traceback."""
+    from course_utils import cli
 
-    student = cli.build_parser(instructor=False)
+    student = cli.build_parser(plugins=[])
     usage = student.format_help()
     assert "{check,setup-kernel}" in usage and "autograde" not in usage and "held submissions" not in usage
-    args = student.parse_args(["grade", "03_self_attention"])
+    assert cli.main.__module__ == "course_utils.cli"
+    args = student.parse_args(["grade"])
     assert args.handler(args) == 2
-    assert 'pip install "course_utils[instructor]"' in capsys.readouterr().err
-    assert "autograde" in cli.build_parser(instructor=True).format_help()
+    assert "pip install -e ./grader" in capsys.readouterr().err
+    full = cli.build_parser().format_help()
+    assert "autograde" in full and "check" in full
+
+
+def test_a_student_command_without_the_grader_says_what_to_install_in_a_fresh_process():
+    code = ("import sys; from unittest import mock\n"
+            "import course_utils.cli as cli\n"
+            "with mock.patch.object(cli, 'grader_commands', return_value=[]):\n"
+            "    raise SystemExit(cli.main(['grade', '03_self_attention', '--workers', '2']))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "pip install -e ./grader" in result.stderr, result.stderr

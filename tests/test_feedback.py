@@ -11,9 +11,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from course_utils.tooling.cells import fill_answers, grading_cells, read, solution_code
-from course_utils.tooling.feedback import REDACTED, HideHiddenTests, hidden_lines
-from course_utils.tooling.release import generate_release, prepare_scratch_course
+from course_utils.cells import fill_answers, grading_cells, read, solution_code
+from course_grader.grading.feedback import REDACTED, HideHiddenTests, hidden_lines
+from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT
 
@@ -150,7 +150,7 @@ def test_students_who_print_the_hidden_tests_get_none_of_them_in_feedback(tmp_pa
     env = dict(os.environ, COURSE_ROOT=str(course), COURSE_PROFILE="ci", COURSE_CELL_TIMEOUT="60")
 
     def course_cli(*command: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *command], cwd=course, env=env,
+        result = subprocess.run([sys.executable, "-m", "course_utils.cli", *command], cwd=course, env=env,
                                 capture_output=True, text=True, timeout=900)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         return result.stdout

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.tooling.democlass import grade_demo_class
+from course_grader.demo import grade_demo_class
 
 from conftest import ROOT, assignment_names
 

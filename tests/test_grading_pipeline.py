@@ -15,15 +15,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling import cli
-from course_utils.tooling.cells import read
-from course_utils.tooling.gradebook import (
+from course_grader import cli
+from course_utils.cells import read
+from course_grader.grading.gradebook import (
     AssignmentNotReleased,
     copy_assignment_definition,
     course_db_url,
     require_assignment,
 )
-from course_utils.tooling.grading import (
+from course_grader.grading.scores import (
     CellScore,
     GradingRun,
     NotebookScore,
@@ -32,8 +32,8 @@ from course_utils.tooling.grading import (
     scores_table,
     student_result,
 )
-from course_utils.tooling.nbgrader_runner import write_course_config
-from course_utils.tooling.release import prepare_scratch_course
+from course_grader.grading.runner import write_course_config
+from course_grader.authoring.release import prepare_scratch_course
 
 from conftest import ROOT
 
@@ -103,7 +103,7 @@ def test_student_result_comes_from_that_students_outcome():
     dead = student_result("b", A, {"success": False, "log": "nbclient.exceptions.DeadKernelError: Kernel died"})
     assert dead.status == "failed" and "kernel died" in dead.reason
     limit = student_result("c", A, {"success": False, "log": (
-        "course_utils.tooling.sandbox.SandboxLimitError: Kernel died: out of memory (limit 6 GiB)")})
+        "course_grader.sandbox.execute.SandboxLimitError: Kernel died: out of memory (limit 6 GiB)")})
     assert limit.reason == "the kernel died while running the notebook: out of memory (limit 6 GiB) (SandboxLimitError)"
     other = student_result("d", A, {"success": False, "log": "ValueError: bad cell\n",
                                      "error": "nbgrader.apps.baseapp.NbGraderException: Please see the log"})
@@ -137,7 +137,7 @@ def test_flags_column_in_table_and_export(tmp_path):
 def _fake_sandbox(monkeypatch, problem):
     # the real module with its check replaced: a stand-in module in sys.modules could outlive the
     # test in this worker (later tests then saw a sandbox where there was none)
-    from course_utils.tooling import sandbox
+    from course_grader.sandbox import bubblewrap as sandbox
 
     monkeypatch.setattr(sandbox, "sandbox_problem", lambda: problem)
 
@@ -175,7 +175,7 @@ def test_no_sandbox_warns_loudly_and_turns_the_sandbox_off(tmp_path, monkeypatch
 
 def _course_cli(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT="20", COURSE_PROFILE="ci")
-    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=course, env=env,
+    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=600)
 
 

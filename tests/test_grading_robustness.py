@@ -19,9 +19,9 @@ import nbformat
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
-from course_utils.tooling.cells import fill_answers, grading_cells, nbgrader_meta, read, solution_code
-from course_utils.tooling.grading import read_scores
-from course_utils.tooling.release import generate_release, prepare_scratch_course
+from course_utils.cells import fill_answers, grading_cells, nbgrader_meta, read, solution_code
+from course_grader.grading.scores import read_scores
+from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT
 
@@ -97,7 +97,7 @@ def _build_class(course: Path) -> None:
 def _course(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "COURSE_SANDBOX"}  # always sandboxed
     env = dict(env, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT=CELL_TIMEOUT, COURSE_PROFILE="ci")
-    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=course, env=env,
+    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=1200)
 
 

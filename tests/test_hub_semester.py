@@ -39,12 +39,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling.cells import fill_answers, read, solution_code
-from course_utils.tooling.feedback import hidden_lines
-from course_utils.tooling.gradebook import course_db_url
-from course_utils.tooling.grading import read_scores
-from course_utils.tooling.mistakes import load_mistakes
-from course_utils.tooling.release import prepare_scratch_course
+from course_utils.cells import fill_answers, read, solution_code
+from course_grader.grading.feedback import hidden_lines
+from course_grader.grading.gradebook import course_db_url
+from course_grader.grading.scores import read_scores
+from course_grader.authoring.mistakes import load_mistakes
+from course_grader.authoring.release import prepare_scratch_course
 
 from conftest import ROOT
 from hubclass import CLASS_MODE, COURSE, GRADER, Hub, Users, missing_hub_tools, open_folder, shut_down
@@ -71,7 +71,7 @@ class Semester:
 
     def instructor(self, *args: str):
         """A command of the course account in the course directory (``course ...`` or ``nbgrader ...``)."""
-        program = {"course": [sys.executable, "-m", "course_utils.tooling.cli"], "python": [sys.executable],
+        program = {"course": [sys.executable, "-m", "course_utils.cli"], "python": [sys.executable],
                    "nbgrader": [str(Path(sys.executable).parent / "nbgrader")]}[args[0]]
         return self.users.run(GRADER, [*program, *args[1:]], self.course, self.env)
 
@@ -280,6 +280,6 @@ def test_a_semester_on_jupyterhub(semester: Semester, monkeypatch):
 
 def _sandbox_args(s: Semester) -> list[str]:
     """Grade in the sandbox where it works for the course account (the hub must not matter to it)."""
-    check = s.instructor("python", "-c", "from course_utils.tooling.sandbox import sandbox_problem as p; print(p() or '')")
+    check = s.instructor("python", "-c", "from course_grader.sandbox.bubblewrap import sandbox_problem as p; print(p() or '')")
     return [] if check.returncode == 0 and not check.stdout.strip() else ["--no-sandbox"]
 

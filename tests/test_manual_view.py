@@ -1,4 +1,4 @@
-"""The manual-grading view (``tooling/manual_view.py``): written answers beside the student's own run.
+"""The manual-grading view (``grader/src/course_grader/grading/manual_view.py``): written answers beside the student's own run.
 
 Unit tests render views from the course's own notebooks (no kernel; a planted output stands for
 the run); one slow test executes a 05_masking submission in the ``cpu`` profile, as a student's
@@ -16,11 +16,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling.cells import fill_answers, nbgrader_meta, read, solution_code
-from course_utils.tooling.checker import split_hidden
-from course_utils.tooling.layout import assignments
-from course_utils.tooling.manual_view import render_view, view_path, written_questions
-from course_utils.tooling.release import generate_release, prepare_scratch_course
+from course_utils.cells import fill_answers, nbgrader_meta, read, solution_code
+from course_grader.grading.checker import split_hidden
+from course_utils.layout import assignments
+from course_grader.grading.manual_view import render_view, view_path, written_questions
+from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 ROOT = Path(__file__).resolve().parents[1]
 M = "05_masking"
@@ -106,7 +106,7 @@ def _executed_in_the_cpu_profile(nb: nbformat.NotebookNode, cwd: Path) -> nbform
     """What the student's own run leaves in the notebook: executed top to bottom, cpu profile."""
     from nbclient import NotebookClient
 
-    from course_utils.tooling.layout import KERNEL_NAME
+    from course_utils.layout import KERNEL_NAME
 
     previous = os.environ.get("COURSE_PROFILE")
     os.environ["COURSE_PROFILE"] = "cpu"  # the kernel inherits it, as from a student's shell
@@ -140,7 +140,7 @@ def test_grading_a_cpu_run_keeps_its_numbers_for_the_manual_grader(tmp_path):
     assert cpu_output, "the cell the question draws on printed nothing in the cpu run"
 
     env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT="60", COURSE_PROFILE="ci")
-    graded = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", "grade", M], cwd=course, env=env,
+    graded = subprocess.run([sys.executable, "-m", "course_utils.cli", "grade", M], cwd=course, env=env,
                             capture_output=True, text=True, timeout=600)
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     assert f"build/manual/{M}" in graded.stdout
@@ -152,6 +152,6 @@ def test_grading_a_cpu_run_keeps_its_numbers_for_the_manual_grader(tmp_path):
     assert "profile: ci" not in page, "the view shows the grader's re-run, not the student's run"
     leaked = [line for line in _hidden_lines(M) if line in page or html.escape(line) in page]
     assert not leaked, f"hidden test lines in the manual-grading view: {leaked[:3]}"
-    review = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", "review", M], cwd=course, env=env,
+    review = subprocess.run([sys.executable, "-m", "course_utils.cli", "review", M], cwd=course, env=env,
                             capture_output=True, text=True, timeout=300)
     assert f"build/manual/{M}/ada.html" in review.stdout, review.stdout[-2000:]

@@ -5,7 +5,7 @@ once nbval has run it top to bottom without an error, is handed to its case here
 conftest.py), so the mistakes run in it and no notebook runs twice. Run alone (no nbval), a
 case starts its own kernel and runs the solution first: any cell that raises fails the test.
 
-See :mod:`course_utils.tooling.rejection`; the real nbgrader grading of the solutions, the blank
+See :mod:`course_grader.authoring.rejection`; the real nbgrader grading of the solutions, the blank
 release and a student with one mistake per exercise is in test_grading.py.
 """
 
@@ -15,8 +15,8 @@ import pytest
 
 from collections import Counter
 
-from course_utils.tooling.mistakes import KINDS, Mistake, load_accepted, load_mistakes
-from course_utils.tooling.rejection import check_rejections
+from course_grader.authoring.mistakes import KINDS, Mistake, load_accepted, load_mistakes
+from course_grader.authoring.rejection import check_rejections
 
 from conftest import ROOT, assignment_names, take_nbval_kernel
 
@@ -41,7 +41,7 @@ def test_every_curated_mistake_is_rejected_and_every_right_answer_accepted(assig
 
 def test_every_solution_notebook_is_run_here():
     """make test runs nbval over solutions/, and every notebook there has its mistakes case."""
-    from course_utils.tooling.layout import notebook_paths
+    from course_utils.layout import notebook_paths
 
     recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
     assert "--nbval-lax" in recipe and "solutions" in recipe and "--dist loadgroup" in recipe, recipe

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.tooling import cli
-from course_utils.tooling.democlass import (
+from course_grader import cli
+from course_grader.demo import (
     BLANK_STUDENT,
     SOLUTION_STUDENT,
     DemoReport,
@@ -35,9 +35,9 @@ from course_utils.tooling.democlass import (
     grade_demo_class,
     sandbox_choice,
 )
-from course_utils.tooling.doctor import FAIL, OK, check_bwrap, check_kernel, format_report, run_checks, sandbox_unavailable
-from course_utils.tooling.grading import CellScore, NotebookScore, scores_table, student_result
-from course_utils.tooling.release import prepare_scratch_course
+from course_grader.doctor import FAIL, OK, check_bwrap, check_kernel, format_report, run_checks, sandbox_unavailable
+from course_grader.grading.scores import CellScore, NotebookScore, scores_table, student_result
+from course_grader.authoring.release import prepare_scratch_course
 
 from conftest import ROOT
 
@@ -139,7 +139,7 @@ def test_make_setup_runs_the_bubblewrap_step():
 
 
 def test_no_bwrap_is_detected_and_said_with_what_to_run(no_bwrap):
-    from course_utils.tooling.sandbox import sandbox_problem
+    from course_grader.sandbox.bubblewrap import sandbox_problem
 
     assert "bwrap" in sandbox_problem() and "bubblewrap" in sandbox_problem()
     why = sandbox_unavailable()
@@ -204,8 +204,8 @@ def test_expectations_fail_when_a_grade_is_missing_failed_or_0_of_0():
 
 def test_demo_without_bwrap_says_so_in_one_line_and_prints_failed_rows_with_their_reason(
         tmp_path, no_bwrap, monkeypatch, capsys):
-    import course_utils.tooling.democlass as democlass
-    import course_utils.tooling.release as release
+    import course_grader.demo as democlass
+    import course_grader.authoring.release as release
 
     course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
     monkeypatch.setenv("COURSE_ROOT", str(course))
@@ -296,7 +296,7 @@ def test_doctor_lists_every_item_ok_or_its_fix(no_bwrap):
 def test_course_doctor_exits_1_without_bwrap(tmp_path):
     env = dict(os.environ, PATH=_path_without(tmp_path, "bwrap"))
     env.pop("COURSE_SANDBOX", None)
-    result = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", "doctor"], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-m", "course_utils.cli", "doctor"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()

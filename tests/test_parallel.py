@@ -1,4 +1,4 @@
-"""Unit tests of course_utils.tooling.parallel: grading a class in groups of students, each group in a
+"""Unit tests of course_grader.grading.parallel: grading a class in groups of students, each group in a
 scratch course of its own, with real nbgrader on 00_welcome (seconds).
 
 Elsewhere: serial and parallel grading of a class with bad submissions give the same grades
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.tooling.cells import read, solution_code
-from course_utils.tooling.grading import read_scores
+from course_utils.cells import read, solution_code
+from course_grader.grading.scores import read_scores
 
 from conftest import ROOT, build_small_class
 
@@ -25,7 +25,7 @@ def solution_answer() -> str:
 @pytest.mark.slow
 def test_a_dead_kernel_stays_with_its_student_in_a_parallel_group(tmp_path):
     """One worker, one group: the crashing student fails alone, the others are graded."""
-    from course_utils.tooling.parallel import autograde_parallel
+    from course_grader.grading.parallel import autograde_parallel
 
     course = tmp_path / "course"
     build_small_class(course, {"a-first": solution_answer(), "b-crash": "import os\nos._exit(1)\n",

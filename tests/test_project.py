@@ -9,8 +9,8 @@ import nbformat
 import pytest
 import yaml
 
-from course_utils.tooling.cells import answer_cells, nbgrader_meta, grading_cells
-from course_utils.tooling.layout import KERNEL_NAME
+from course_utils.cells import answer_cells, nbgrader_meta, grading_cells
+from course_utils.layout import KERNEL_NAME
 
 from conftest import ROOT, assignment_names
 
@@ -173,7 +173,18 @@ def test_no_public_name_means_two_things():
 
 # the library's modules whose tests live in a file named for a group of them
 TESTED_TOGETHER = {"device": "test_core", "profiles": "test_core", "seeding": "test_core", "session": "test_core",
-                   "agent": "test_checker", "wire": "test_checker"}
+                   "agent": "test_checker", "wire": "test_checker", "layout": "test_project", "cells": "test_release_sync",
+                   "execute": "test_cli", "selfcheck": "test_cli"}
+# the grader's modules (grader/src/course_grader/, by verb) and the test file each is tested in, where it is
+# not tests/test_<module>.py
+GRADER_TESTED_IN = {
+    "demo": "test_grading", "doctor": "test_newcomer", "authoring.release": "test_release_sync",
+    "authoring.execute": "test_cli", "authoring.mistakes": "test_mistakes", "authoring.rejection": "test_mistakes",
+    "grading.submissions": "test_grading_robustness", "grading.gradebook": "test_tooling_units",
+    "grading.scores": "test_grading", "grading.runner": "test_grading_pipeline", "grading.pipeline": "test_grading_pipeline",
+    "grading.similarity": "test_review",
+    "sandbox.bubblewrap": "test_sandbox", "sandbox.execute": "test_sandbox",
+}
 
 
 def test_tests_mirror_the_library():
@@ -186,15 +197,29 @@ def test_tests_mirror_the_library():
     assert all(f"`{m}`" in contributing for m in TESTED_TOGETHER), "CONTRIBUTING.md names where these are tested"
 
 
+def test_tests_mirror_the_grader():
+    """The grader's module ``grading/scan.py`` is tested in tests/test_scan.py, or where GRADER_TESTED_IN
+    (and CONTRIBUTING.md) says."""
+    folder = ROOT / "grader" / "src" / "course_grader"
+    modules = sorted(str(p.relative_to(folder).with_suffix("")).replace("/", ".") for p in folder.rglob("*.py")
+                     if p.stem != "__init__")
+    missing = [m for m in modules
+               if not (ROOT / "tests" / f"{GRADER_TESTED_IN.get(m, 'test_' + m.split('.')[-1])}.py").is_file()]
+    assert not missing, f"no tests/test_<module>.py for the grader's {missing}"
+    assert not [m for m in GRADER_TESTED_IN if m not in modules], "GRADER_TESTED_IN names a module that is gone"
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    assert all(f"`{m}`" in contributing for m in GRADER_TESTED_IN), "CONTRIBUTING.md names where these are tested"
+
+
 def test_every_module_is_on_the_map():
     """A newcomer finds every module in its package's docstring (and CONTRIBUTING.md points there)."""
     import course_utils
-    import course_utils.tooling
+    import course_grader
 
     for package, folder in ((course_utils, ROOT / "src" / "course_utils"),
-                            (course_utils.tooling, ROOT / "src" / "course_utils" / "tooling")):
+                            (course_grader, ROOT / "grader" / "src" / "course_grader")):
         names = sorted(str(p.relative_to(folder).with_suffix("")).replace("/", ".")
-                       for p in [*folder.glob("*.py"), *folder.glob("checks/*.py")] if p.stem != "__init__")
+                       for p in folder.rglob("*.py") if p.stem != "__init__")
         missing = [name for name in names if f".{name}`" not in package.__doc__]
         assert not missing, f"{package.__name__}'s docstring does not name {missing}"
     assert (ROOT / "CONTRIBUTING.md").is_file()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
-from course_utils.tooling import cli
-from course_utils.tooling.layout import assignments
-from course_utils.tooling.quoted import missing_quotes, output_text, quotes
+from course_grader import cli
+from course_utils.layout import assignments
+from course_grader.authoring.quoted import missing_quotes, output_text, quotes
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "benchmarks" / "results" / "outputs-cpu"

@@ -1,4 +1,4 @@
-"""The client's recorder (course_utils.tooling.recording) against nbgrader's own recording.
+"""The client's recorder (course_grader.grading.recording) against nbgrader's own recording.
 
 nbgrader records a small class with Execute off (``parallel.record_executed``, the path the Dask
 client took before); its autograded folders, sent again as a worker would send them, are recorded
@@ -15,9 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling.dask_grading import _read_tree
-from course_utils.tooling.parallel import record_executed
-from course_utils.tooling.recording import record_executed_notebooks
+from course_grader.grading.dask_grading import _read_tree
+from course_grader.grading.parallel import record_executed
+from course_grader.grading.recording import record_executed_notebooks
 
 from conftest import build_small_class
 
@@ -29,7 +29,7 @@ def gradebook_state(course: Path) -> tuple[list[tuple], dict[str, tuple[bytes, i
     """Every field nbgrader's autograde writes for the class, and every autograded file with its mode."""
     from nbgrader.api import Gradebook
 
-    from course_utils.tooling.gradebook import course_db_url
+    from course_grader.grading.gradebook import course_db_url
 
     rows: list[tuple] = []
     with Gradebook(course_db_url(course)) as gradebook:
@@ -51,7 +51,7 @@ def gradebook_state(course: Path) -> tuple[list[tuple], dict[str, tuple[bytes, i
 def test_the_gradebook_api_records_what_nbgrader_records(tmp_path):
     from nbgrader.api import Gradebook
 
-    from course_utils.tooling.gradebook import course_db_url
+    from course_grader.grading.gradebook import course_db_url
 
     by_nbgrader = build_small_class(tmp_path / "nbgrader", {"a-late": None, "b-failing": None})
     with Gradebook(course_db_url(by_nbgrader)) as gradebook:

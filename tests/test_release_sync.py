@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from course_utils.tooling.release import generate_release, prepare_scratch_course
+from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT, assignment_names
 

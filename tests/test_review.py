@@ -20,19 +20,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling import cli, similarity
-from course_utils.tooling.cells import fill_answers, nbgrader_meta, read, solution_code
-from course_utils.tooling.grading import NotebookScore, CellScore, export_grades, read_scores
-from course_utils.tooling.mistakes import load_accepted
-from course_utils.tooling.release import prepare_scratch_course
-from course_utils.tooling.review import (
+from course_grader import cli
+from course_grader.grading import similarity
+from course_utils.cells import fill_answers, nbgrader_meta, read, solution_code
+from course_grader.grading.scores import NotebookScore, CellScore, export_grades, read_scores
+from course_grader.authoring.mistakes import load_accepted
+from course_grader.authoring.release import prepare_scratch_course
+from course_grader.grading.review import (
     MARK,
     held,
     read_decisions,
     record_decision,
     review_submissions,
 )
-from course_utils.tooling.similarity import (
+from course_grader.grading.similarity import (
     REFERENCE,
     THRESHOLD,
     calibration,
@@ -196,7 +197,7 @@ def _register(db_url: str, name: str, scores: dict[str, float]) -> None:
     ``score`` x its points) through nbgrader's Gradebook API, as autograding leaves them."""
     from nbgrader.api import Gradebook
 
-    from course_utils.tooling.gradebook import fast_gradebook_creation
+    from course_grader.grading.gradebook import fast_gradebook_creation
 
     fast_gradebook_creation()
     source = _source(name)
@@ -335,7 +336,7 @@ def test_held_submissions_listed_exported_and_decided(moe_class, capsys):
 
 
 def test_feedback_skips_held_submissions(moe_class, monkeypatch, capsys):
-    from course_utils.tooling import grading
+    from course_grader.grading import scores as grading
 
     calls = []
     monkeypatch.setattr(grading, "run_nbgrader", lambda args, course_dir: calls.append(args))
@@ -361,13 +362,13 @@ W = "00_welcome"
 
 def _course_cli(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT="20", COURSE_PROFILE="ci")
-    return subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", *args], cwd=course, env=env,
+    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], cwd=course, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
 def _sandbox_args() -> list[str]:
     try:
-        from course_utils.tooling.sandbox import sandbox_problem
+        from course_grader.sandbox.bubblewrap import sandbox_problem
     except ImportError:
         return ["--no-sandbox"]
     return [] if sandbox_problem() is None else ["--no-sandbox"]
@@ -375,7 +376,7 @@ def _sandbox_args() -> list[str]:
 
 @pytest.mark.slow
 def test_end_to_end_a_flagged_student_is_held_until_accepted(tmp_path):
-    from course_utils.tooling.release import generate_release
+    from course_grader.authoring.release import generate_release
 
     course = prepare_scratch_course(ROOT, tmp_path / "course", [W])
     generate_release(course, [W], verbose=False)

@@ -1,4 +1,4 @@
-"""The grading sandbox (course_utils.tooling.sandbox): what a submission's kernel can and cannot do.
+"""The grading sandbox (course_grader.sandbox.bubblewrap): what a submission's kernel can and cannot do.
 
 Each test runs a tiny notebook through ``SandboxedExecute``, the Execute preprocessor that
 nbgrader_config.py gives autograding, and reads what the kernel saw back from its outputs.
@@ -17,14 +17,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.tooling import sandbox
-from course_utils.tooling.sandbox import (
-    SandboxedExecute,
-    SandboxLimitError,
-    SandboxLimits,
-    bwrap_command,
-    sandbox_problem,
-)
+from course_grader.sandbox import bubblewrap as sandbox
+from course_grader.sandbox.bubblewrap import SandboxLimits, bwrap_command, sandbox_problem
+from course_grader.sandbox.execute import SandboxedExecute, SandboxLimitError
 
 from conftest import ROOT
 

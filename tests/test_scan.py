@@ -8,8 +8,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_utils.tooling.cells import nbgrader_meta, read
-from course_utils.tooling.scan import RULES, format_flags, scan_notebook, scan_submissions
+from course_utils.cells import nbgrader_meta, read
+from course_grader.grading.scan import RULES, format_flags, scan_notebook, scan_submissions
 
 from conftest import ROOT, assignment_names
 
@@ -109,7 +109,7 @@ ATTACKS = [
     ("process", "exec('import subprocess')"),
     ("database", "import sqlite3\nsqlite3.connect('gradebook.db')"),
     ("database", "from nbgrader.api import Gradebook"),
-    ("database", "from course_utils.tooling.cells import solution_code"),
+    ("database", "from course_utils.cells import solution_code"),
     ("process", "import subprocess\nsubprocess.run(['ls'])"),
     ("process", "import os\nos.system('ls')"),
     ("process", "import os\nos.popen('ls')"),
@@ -233,7 +233,7 @@ def test_a_real_reference_import_in_notebook_10_is_flagged():
 
 
 def test_scan_submissions_and_the_flags_command(tmp_path, capsys, monkeypatch):
-    from course_utils.tooling.cli import main
+    from course_grader.cli import main
 
     (tmp_path / "solutions" / "t").mkdir(parents=True)
     (tmp_path / "nbgrader_config.py").write_text("")

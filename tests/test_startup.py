@@ -22,7 +22,7 @@ argv, heavy = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 sys.argv = ["course", *argv]
 with contextlib.redirect_stdout(io.StringIO()):
     try:
-        runpy.run_module("course_utils.tooling.cli", run_name="__main__")
+        runpy.run_module("course_utils.cli", run_name="__main__")
     except SystemExit:
         pass
 print(json.dumps(sorted(m for m in heavy if m in sys.modules)))
@@ -56,11 +56,11 @@ def test_the_sandbox_check_imports_neither_nbgrader_nor_nbclient():
     """`course grade` asks whether a sandbox works before grading; nbgrader's Execute subclass
     (SandboxedExecute) is imported only when nbgrader grades."""
     code = ("import sys, json\n"
-            "from course_utils.tooling import sandbox\n"
-            "sandbox.SandboxLimits.from_env(); sandbox.sandbox_enabled()\n"
+            "from course_grader.sandbox import bubblewrap\n"
+            "bubblewrap.SandboxLimits.from_env(); bubblewrap.sandbox_enabled()\n"
             "before = sorted(m for m in ('nbgrader', 'nbclient', 'nbformat') if m in sys.modules)\n"
-            "sandbox.SandboxedExecute\n"
-            "print(json.dumps([before, issubclass(sandbox.SandboxLimitError, sys.modules['nbclient'].exceptions.DeadKernelError)]))")
+            "from course_grader.sandbox.execute import SandboxLimitError\n"
+            "print(json.dumps([before, issubclass(SandboxLimitError, sys.modules['nbclient'].exceptions.DeadKernelError)]))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [[], True]

@@ -7,9 +7,9 @@ import csv
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_utils.tooling.cells import answer_cells, fill_answers, solution_code, strip_solution_markers, grading_cells
-from course_utils.tooling.grading import CellScore, NotebookScore, export_grades, scores_table
-from course_utils.tooling.mistakes import Mistake, load_mistakes
+from course_utils.cells import answer_cells, fill_answers, solution_code, strip_solution_markers, grading_cells
+from course_grader.grading.scores import CellScore, NotebookScore, export_grades, scores_table
+from course_grader.authoring.mistakes import Mistake, load_mistakes
 
 from conftest import ROOT, assignment_names
 
@@ -66,7 +66,7 @@ def test_mistake_apply_and_its_guards():
 @pytest.mark.parametrize("assignment", assignment_names())
 def test_every_curated_mistake_applies_to_its_solution(assignment):
     """Each mistake names a real answer cell and real test cells, and changes the answer."""
-    from course_utils.tooling.cells import read
+    from course_utils.cells import read
 
     source = read(next((ROOT / "solutions" / assignment).glob("*.ipynb")))
     answers = solution_code(source)
@@ -107,7 +107,7 @@ def test_export_has_totals_and_one_column_per_exercise(tmp_path):
 def test_feedback_hides_hidden_tests_and_tracebacks():
     from nbformat.v4 import new_output
 
-    from course_utils.tooling.feedback import HideHiddenTests, hide_hidden_tests
+    from course_grader.grading.feedback import HideHiddenTests, hide_hidden_tests
 
     source = "check(f(1) == 2)\n### BEGIN HIDDEN TESTS\ncheck(f(-5) == -10)\n### END HIDDEN TESTS\n"
     assert hide_hidden_tests(source) == "check(f(1) == 2)\n# (hidden tests ran here)\n"
@@ -132,7 +132,7 @@ def test_a_new_gradebook_gets_the_revision_alembic_heads_prints(tmp_path):
     from nbgrader.dbutil import _temp_alembic_ini
     from sqlalchemy import text
 
-    from course_utils.tooling.gradebook import alembic_head, fast_gradebook_creation
+    from course_grader.grading.gradebook import alembic_head, fast_gradebook_creation
 
     fast_gradebook_creation()
     assert api.get_alembic_version.in_process
@@ -149,10 +149,12 @@ def test_a_new_gradebook_gets_the_revision_alembic_heads_prints(tmp_path):
 
 def test_grading_runs_in_the_profile_it_is_given_whatever_the_shell_says(monkeypatch):
     """A COURSE_PROFILE=cpu left in the instructor's shell must not make grading run full-size notebooks."""
-    from course_utils.tooling import cli
-    from course_utils.tooling.nbgrader_runner import grading_env
+    from course_grader.course import Course
+    from course_grader.grading.runner import grading_env
+    from course_utils import cli
 
     monkeypatch.setenv("COURSE_PROFILE", "cpu")
     assert grading_env()["COURSE_PROFILE"] == "ci" and grading_env("gpu")["COURSE_PROFILE"] == "gpu"
-    assert cli.build_parser().parse_args(["grade", "00_welcome"]).profile == "ci"
+    assert cli.build_parser().parse_args(["grade", "00_welcome"]).profile is None
     assert cli.build_parser().parse_args(["grade", "--profile", "cpu"]).profile == "cpu"
+    assert Course.open(ROOT).profile == "ci" and Course.open(ROOT, profile="cpu").profile == "cpu"

@@ -15,7 +15,7 @@ import sys
 
 def doctor() -> tuple[int, str]:
     """`course doctor` where this runs (on a worker): its exit status and report."""
-    result = subprocess.run([sys.executable, "-m", "course_utils.tooling.cli", "doctor"],
+    result = subprocess.run([sys.executable, "-m", "course_utils.cli", "doctor"],
                             capture_output=True, text=True, timeout=300)
     return result.returncode, result.stdout + result.stderr
 

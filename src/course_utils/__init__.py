@@ -48,8 +48,14 @@ Grading's kernel side, imported only while a notebook is graded: :mod:`course_ut
 answers the trusted checker's questions in the student's kernel, over the plain-data format of
 :mod:`course_utils.wire`.
 
-Instructor tooling (nbgrader, the ``course`` command) lives in :mod:`course_utils.tooling`
-and is never imported by the notebooks. CONTRIBUTING.md maps both.
+The student's side of the ``course`` command: :mod:`course_utils.cli` (``course check``, ``course
+setup-kernel``; the grader adds the instructor's verbs), :mod:`course_utils.selfcheck` (a notebook's
+visible tests, run as the grader runs them), :mod:`course_utils.execute` (one notebook in the course
+kernel), :mod:`course_utils.cells` (nbgrader's cell metadata) and :mod:`course_utils.layout` (the
+kernel's name; where assignments are).
+
+The grader (nbgrader, grading, the sandbox, review) is another package, ``course_grader`` in
+``grader/``, which imports this one and is never imported by it. CONTRIBUTING.md maps both.
 """
 
 __version__ = "0.1.0"

@@ -1,7 +1,7 @@
 """The student's side of grading: answers the checker's questions inside the kernel.
 
 When a notebook is graded, the tests run in a separate, trusted *checker* process
-(:mod:`course_utils.tooling.checker`); the student's kernel only runs the answers. The checker
+(:mod:`course_grader.grading.checker`); the student's kernel only runs the answers. The checker
 starts :func:`serve` in the kernel and asks, one message at a time over the kernel's stdin
 channel (``input()``): look this name up, call this object with these arguments, read this
 attribute, run backward through this call. Values cross as plain data (:mod:`course_utils.wire`);

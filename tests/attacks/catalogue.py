@@ -2,7 +2,7 @@
 the hidden tests, on notebooks 00_welcome and 03_self_attention (both decided by the checker).
 
 Every attack has two spellings (``SPELLINGS``): "a", mostly as the static scan
-(course_utils/tooling/scan.py) can name it, and "b", written around the scan (a list element, a
+(grader/src/course_grader/grading/scan.py) can name it, and "b", written around the scan (a list element, a
 call result, ``getattr`` with a constant or computed name, a string the scan never parses):
 
 ==============  ==================================================================================

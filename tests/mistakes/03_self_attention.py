@@ -1,6 +1,6 @@
 """Plausible wrong answers to notebook 03; each must lose points in the tests named."""
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     Mistake(cell="scaled_scores", name="divides by d instead of sqrt(d)", kind="logic",

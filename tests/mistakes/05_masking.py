@@ -5,7 +5,7 @@ The mistakes after the first block come from a blind red-team pass (issue 12): e
 kept full marks, or was caught by luck, before the hidden tests were strengthened.
 """
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     Mistake(

@@ -4,7 +4,7 @@ ACCEPTED lists alternative right answers (other styles) that must pass every tes
 mistakes marked as from the blind red team (issue 12) were written without the tests.
 """
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     # Exercise 1: sinusoidal_encoding

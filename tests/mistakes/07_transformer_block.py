@@ -1,6 +1,6 @@
 """Curated wrong answers for notebook 07 (the transformer block); each must lose points."""
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     # Exercise 1: layer_norm

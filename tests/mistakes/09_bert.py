@@ -1,6 +1,6 @@
 """Plausible wrong answers to notebook 09 (BERT); each must lose points in the tests named."""
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     Mistake(kind="logic", cell="mask_tokens", name="special tokens and padding can be masked",

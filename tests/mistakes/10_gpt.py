@@ -1,6 +1,6 @@
 """Curated wrong answers of notebook 10 (GPT); each must be rejected."""
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     Mistake(

@@ -1,6 +1,6 @@
 """Curated wrong answers of notebook 11 (a modern LM); each must be rejected."""
 
-from course_utils.tooling.mistakes import Accepted, Mistake
+from course_grader.authoring.mistakes import Accepted, Mistake
 
 MISTAKES = [
     # ------------------------------------------------------------------ merge_word

@@ -12,7 +12,7 @@ Test cells import every name from here (``from course_utils.checks import check_
 
 from __future__ import annotations
 
-# The private names are the grader's: tooling/checker.py and agent.py reach them through here.
+# The private names are the grader's: grader/src/course_grader/grading/checker.py and agent.py reach them through here.
 from course_utils.checks.assertions import (  # noqa: F401
     CheckFailed,
     _fail,

@@ -1,6 +1,6 @@
 """Integrity: tests that the answer is the student's own work (no call into the course's
 reference implementation, no banned torch function, defined in the notebook), and the hooks
-the grader's checker (:mod:`course_utils.tooling.checker`) uses to run these checks in the
+the grader's checker (:mod:`course_grader.grading.checker`) uses to run these checks in the
 student's kernel, where the student's objects live.
 """
 

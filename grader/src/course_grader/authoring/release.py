@@ -1,0 +1,51 @@
+"""Generate the student release (``notebooks/``) from the nbgrader sources (``solutions/``)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Sequence
+
+from course_utils.layout import assignments as list_assignments
+from course_grader.grading.runner import run_nbgrader, write_course_config
+
+__all__ = ["generate_release", "prepare_scratch_course"]
+
+
+def prepare_scratch_course(root: Path, course_dir: Path, names: Sequence[str]) -> Path:
+    """A throw-away course directory holding copies of the given assignments' sources.
+
+    Demo classes and tests grade there, so the instructor's own gradebook and
+    submissions at the repository root are never touched.
+    """
+    course_dir.mkdir(parents=True, exist_ok=True)
+    write_course_config(course_dir, root / "nbgrader_config.py")
+    for name in names:
+        target = course_dir / "solutions" / name
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(root / "solutions" / name, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return course_dir
+
+
+def generate_release(
+    course_dir: Path,
+    names: Sequence[str] | None = None,
+    *,
+    verbose: bool = True,
+) -> list[Path]:
+    """Run ``nbgrader generate_assignment`` for each assignment; return the release folders.
+
+    This also records each assignment and its graded cells in the course's gradebook,
+    which autograding needs.
+    """
+    names = list(names or list_assignments(course_dir))
+    released = []
+    for index, name in enumerate(names, 1):
+        started = time.perf_counter()
+        run_nbgrader(["generate_assignment", name, "--force"], course_dir)
+        released.append(course_dir / "notebooks" / name)
+        if verbose:
+            print(f"[release {index}/{len(names)}] {name}  ({time.perf_counter() - started:.1f} s)", flush=True)
+    return released

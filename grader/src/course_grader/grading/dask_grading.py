@@ -1,0 +1,436 @@
+"""Autograde on a Dask ``distributed`` cluster: one task per (student, notebook).
+
+``course grade A --scheduler tcp://HOST:8786`` splits grading the way
+:mod:`course_grader.grading.parallel` does, with Dask workers in place of local groups:
+
+1. **execute** (on the workers): each task carries one student's submission and is given the
+   assignment's :class:`AssignmentBundle` (its source folder, a sqlite gradebook holding its
+   definition only, and the course's nbgrader settings), sent once as a task of its own. The
+   worker grades it with nbgrader's API in a private scratch course, each kernel in the
+   sandbox (``SandboxedExecute``: the executor of ``course grade``), and returns plain data
+   (:class:`SubmissionResult`): nbgrader's outcome, the executed notebook, its scores per cell,
+   the checker's flags. No worker sees the course's gradebook or another assignment.
+2. **record** (the client, serially): the executed notebooks are recorded in the real course
+   by :func:`course_grader.grading.recording.record_executed_notebooks` (nbgrader's Gradebook
+   API in this process, opened once per batch: no kernel, no nbgrader process), in batches as
+   results arrive, with the course's own ``db_url``.
+
+Dask does the rest: a worker that dies has its task run again elsewhere
+(``distributed.scheduler.allowed-failures``); tasks run longest notebook first (``priority``:
+the median seconds recorded for that notebook by earlier runs); tqdm shows progress and ETA.
+Every recorded submission is journalled in ``build/grading/<assignment>.jsonl`` with the digest
+of the submission and of the assignment: a run that was interrupted, re-run, grades only what
+is missing. A task past ``wall_limit`` seconds has its kernel stopped and fails with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from course_grader.grading.scores import GradingRun, StudentResult, student_result
+from course_grader.grading.recording import write_tree as _write_tree
+
+__all__ = [
+    "AssignmentBundle",
+    "SubmissionTask",
+    "SubmissionResult",
+    "assignment_bundle",
+    "execute_submission",
+    "grade_on_dask",
+    "journal_path",
+    "DEFAULT_WALL_LIMIT",
+]
+
+DEFAULT_WALL_LIMIT = 3600.0  # seconds per notebook, kernel start to last cell
+_SKIPPED = {".ipynb_checkpoints", "__pycache__", ".set-aside-by-course"}
+
+
+@dataclass(frozen=True)
+class AssignmentBundle:
+    """What a worker needs for one assignment, and nothing of the others.
+
+    ``source``: relative path -> bytes of ``solutions/<assignment>/``; ``gradebook``: a sqlite
+    file with the assignment's definition (cells, points, hidden tests) and no student;
+    ``config``: nbgrader's settings as the client resolved them (no root, db_url or exchange).
+    """
+
+    assignment: str
+    digest: str
+    source: dict[str, bytes]
+    gradebook: bytes
+    config: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SubmissionTask:
+    """One student's submission of one assignment: ``files`` is ``submitted/<student>/<assignment>/``."""
+
+    assignment: str
+    student: str
+    digest: str
+    files: dict[str, bytes]
+    profile: str = "ci"
+    wall_limit: float | None = DEFAULT_WALL_LIMIT
+    sandbox: bool = True
+
+
+@dataclass
+class SubmissionResult:
+    """What a worker sends back, as plain data.
+
+    ``outcome``: nbgrader's ``{"success", "error", "log"}`` for this student (``wall_limit``: True
+    when the task was stopped); ``executed``: relative path -> bytes of the autograded folder;
+    ``scores``: notebook -> grade_id -> ``[score, max_score]``; ``flags``: the checker's evidence.
+    """
+
+    assignment: str
+    student: str
+    digest: str
+    outcome: dict[str, Any]
+    executed: dict[str, bytes] = field(default_factory=dict)
+    scores: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    worker: str = ""
+
+
+# ----------------------------------------------------------------------------- files as data
+
+
+def _read_tree(folder: Path) -> dict[str, bytes]:
+    """relative path -> bytes of every file under ``folder`` (checkpoints and set-aside files left out)."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if path.is_file() and not _SKIPPED.intersection(relative.parts):
+            files[relative.as_posix()] = path.read_bytes()
+    return files
+
+
+def _digest(*parts: Mapping[str, bytes] | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        items = part.items() if isinstance(part, Mapping) else [("", part.encode())]
+        for name, data in sorted(items):
+            h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- the client's side: bundles
+
+
+def assignment_bundle(course_dir: Path, assignment: str, *, profile: str = "ci", db_url: str | None = None) -> AssignmentBundle:
+    """The :class:`AssignmentBundle` of ``assignment``: built once per run, sent to the cluster once."""
+    from unittest import mock
+
+    from course_grader.grading.gradebook import copy_assignment_definition, course_db_url, nbgrader_config
+    from course_grader.grading.runner import grading_env
+
+    db_url = db_url or course_db_url(course_dir)
+    with mock.patch.dict(os.environ, grading_env(profile)):  # as the nbgrader process of a local run reads it
+        config = json.loads(json.dumps(nbgrader_config(course_dir)))
+    for key in ("root", "db_url"):
+        config.get("CourseDirectory", {}).pop(key, None)
+    for section in ("Exchange", "ExchangeFactory"):
+        config.pop(section, None)
+    source = _read_tree(course_dir / config.get("CourseDirectory", {}).get("source_directory", "solutions") / assignment)
+    with tempfile.TemporaryDirectory(prefix="course-bundle-") as scratch:
+        path = Path(scratch) / "gradebook.db"
+        copy_assignment_definition(db_url, f"sqlite:///{path}", assignment)
+        gradebook = path.read_bytes()
+    digest = _digest(source, json.dumps(config, sort_keys=True))
+    return AssignmentBundle(assignment, digest, source, gradebook, config)
+
+
+def submission_task(course_dir: Path, assignment: str, student: str, **settings: Any) -> SubmissionTask:
+    files = _read_tree(course_dir / "submitted" / student / assignment)
+    return SubmissionTask(assignment, student, _digest(files), files, **settings)
+
+
+# ----------------------------------------------------------------------------- the worker's side
+
+
+_ONE_AT_A_TIME = threading.Lock()  # nbgrader reads its course from the working directory
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _wall_limit(seconds: float | None) -> Iterator[threading.Event]:
+    """Past ``seconds``, stop every process this task started (the kernel, in its sandbox) until
+    the task ends; the event tells whether it had to. Workers run one task per process."""
+    import psutil
+
+    fired, done = threading.Event(), threading.Event()
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+
+    def watch() -> None:
+        if seconds is None or done.wait(seconds):
+            return
+        fired.set()
+        while not done.is_set():
+            for child in me.children(recursive=True):
+                if child.pid not in before:
+                    with contextlib.suppress(psutil.Error):
+                        child.kill()
+            done.wait(0.5)
+
+    watcher = threading.Thread(target=watch, name="course-wall-limit", daemon=True)
+    watcher.start()
+    try:
+        yield fired
+    finally:
+        done.set()
+        watcher.join()
+
+
+def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> SubmissionResult:
+    """Grade one submission in a private scratch course on this worker; results as data.
+
+    nbgrader runs in this process (imported once per worker, as once per group locally), through
+    the same entry point as a local run (``nbgrader_runner``), with the course's preprocessors:
+    every kernel in the grading sandbox unless the task says ``sandbox=False``.
+    """
+    from course_grader.grading.scores import checker_evidence, read_scores
+    from course_grader.grading.runner import _autograde_main, grading_env, write_course_config
+
+    started = time.perf_counter()
+    env = grading_env(task.profile)
+    if task.sandbox:
+        env.pop("COURSE_SANDBOX", None)  # the worker's own setting never turns the sandbox off
+    else:
+        env["COURSE_SANDBOX"] = "off"
+    with _ONE_AT_A_TIME, tempfile.TemporaryDirectory(prefix="course-dask-") as scratch:
+        course = Path(scratch) / "course"
+        (course / "gradebook.db").parent.mkdir(parents=True)
+        (course / "gradebook.db").write_bytes(bundle.gradebook)
+        source_dir = bundle.config.get("CourseDirectory", {}).get("source_directory", "solutions")
+        _write_tree(course / source_dir / bundle.assignment, bundle.source)
+        _write_tree(course / "submitted" / task.student / task.assignment, task.files)
+        base = Path(scratch) / "course_config.py"
+        base.write_text("from traitlets.config import Config\n"
+                        f"get_config().merge(Config({bundle.config!r}))  # noqa: F821\n")
+        write_course_config(course, base, own_gradebook=True)
+        spec = Path(scratch) / "spec.json"
+        results = Path(scratch) / "results.jsonl"
+        spec.write_text(json.dumps({"course_dir": str(course), "assignment": task.assignment, "students": [task.student],
+                                    "config": {}, "results": str(results)}))
+        path, cwd = list(sys.path), os.getcwd()
+        try:
+            with _environment(env), warnings.catch_warnings(), _wall_limit(task.wall_limit) as stopped:
+                warnings.simplefilter("ignore")  # PYTHONWARNINGS=ignore, as for nbgrader's process locally
+                _autograde_main(str(spec))
+            lines = results.read_text().splitlines() if results.is_file() else []
+            outcome = json.loads(lines[-1]) if lines else {"success": False, "error": "nbgrader returned no outcome"}
+        except Exception as error:  # noqa: BLE001 - nbgrader's own failure is this student's outcome
+            outcome = {"success": False, "error": f"{type(error).__name__}: {error}", "log": ""}
+        finally:
+            os.chdir(cwd)
+            sys.path[:] = path
+        outcome.pop("student", None)
+        if stopped.is_set():
+            outcome = {"success": False, "wall_limit": True, "log": str(outcome.get("log", ""))[-2000:],
+                       "error": f"past the wall limit of {task.wall_limit:g} s per notebook: the kernel was stopped "
+                                "(--wall-limit)"}
+        folder = course / "autograded" / task.student / task.assignment
+        executed = _read_tree(folder) if outcome.get("success") and folder.is_dir() else {}
+        scores: dict[str, dict[str, list[float]]] = {}
+        if executed:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows = read_scores(course, f"sqlite:///{course / 'gradebook.db'}")
+            for row in rows:
+                scores[row.notebook] = {gid: [c.score, c.max_score] for gid, c in row.cells.items()}
+        flags = [str(flag) for flag in checker_evidence(folder)] if executed else []
+    outcome["log"] = str(outcome.get("log", ""))[-4000:]
+    return SubmissionResult(task.assignment, task.student, task.digest, outcome, executed, scores, flags,
+                            time.perf_counter() - started, f"{socket.gethostname()}:{os.getpid()}")
+
+
+# ----------------------------------------------------------------------------- the journal
+
+
+def journal_path(course_dir: Path, assignment: str) -> Path:
+    return Path(course_dir) / "build" / "grading" / f"{assignment}.jsonl"
+
+
+def _journal(course_dir: Path, assignment: str) -> list[dict[str, Any]]:
+    path = journal_path(course_dir, assignment)
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            entries.append(json.loads(line))
+    return entries
+
+
+def _append(course_dir: Path, assignment: str, entries: Sequence[dict[str, Any]]) -> None:
+    path = journal_path(course_dir, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.writelines(json.dumps(entry) + "\n" for entry in entries)
+
+
+def expected_seconds(course_dir: Path, assignments: Sequence[str]) -> dict[str, float]:
+    """Median seconds of each notebook's recorded tasks (unknown: the median of the known ones, else 0)."""
+    known = {}
+    for name in assignments:
+        seconds = [e["seconds"] for e in _journal(course_dir, name) if e.get("seconds")]
+        if seconds:
+            known[name] = statistics.median(seconds)
+    fallback = statistics.median(known.values()) if known else 0.0
+    return {name: known.get(name, fallback) for name in assignments}
+
+
+# ----------------------------------------------------------------------------- the client
+
+
+def _record(course_dir: Path, results: Sequence[SubmissionResult], db_url: str) -> dict[tuple[str, str], StudentResult]:
+    """Record one batch of executed notebooks in the real course (serial, no kernel) and journal them."""
+    from course_grader.grading.recording import record_executed_notebooks
+
+    recorded: dict[tuple[str, str], StudentResult] = {}
+    for assignment in sorted({r.assignment for r in results}):
+        batch = [r for r in results if r.assignment == assignment]
+        outcomes = record_executed_notebooks(course_dir, assignment, {r.student: r.executed for r in batch}, db_url=db_url)
+        entries = []
+        for result in batch:
+            outcome = outcomes.get(result.student) or StudentResult(result.student, assignment, "failed",
+                                                                    "nbgrader recorded nothing for this submission")
+            recorded[(assignment, result.student)] = outcome
+            if outcome.status == "graded":
+                entries.append({"student": result.student, "digest": result.digest, "status": "recorded",
+                                "seconds": round(result.seconds, 2), "worker": result.worker})
+        _append(course_dir, assignment, entries)
+    return recorded
+
+
+def _failure(assignment: str, student: str, error: BaseException) -> StudentResult:
+    name = type(error).__name__
+    if name == "KilledWorker":
+        reason = f"the Dask worker died each time it graded this submission ({name}: {error})"
+    else:
+        reason = f"the grading task failed on the worker ({name}: {error})"
+    return StudentResult(student, assignment, "failed", reason)
+
+
+def _bundle(bundle: AssignmentBundle) -> AssignmentBundle:
+    """The task that holds an assignment's bundle on the cluster (recomputed if its worker dies)."""
+    return bundle
+
+
+def grade_on_dask(
+    course_dir: Path,
+    classes: Mapping[str, Sequence[str]],
+    scheduler: Any,
+    *,
+    profile: str = "ci",
+    wall_limit: float | None = DEFAULT_WALL_LIMIT,
+    sandbox: bool = True,
+    progress: bool = True,
+    batch: int = 20,
+    batch_seconds: float = 30.0,
+    execute: Callable[[AssignmentBundle, SubmissionTask], SubmissionResult] = execute_submission,
+    db_url: str | None = None,
+) -> list[GradingRun]:
+    """Grade ``classes`` (assignment -> students) on the Dask cluster at ``scheduler`` (an
+    address, or a ``distributed.Client``); one :class:`GradingRun` per assignment.
+
+    Submissions recorded by an earlier run, unchanged since (same submission, same assignment),
+    are not graded again. Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased`
+    when an assignment is not in the gradebook.
+    """
+    from distributed import Client, as_completed
+    from tqdm import tqdm
+
+    from course_grader.grading.gradebook import course_db_url, require_assignment
+
+    course_dir = Path(course_dir).resolve()
+    db_url = db_url or course_db_url(course_dir)
+    for name in classes:
+        require_assignment(db_url, name)
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    results: dict[tuple[str, str], StudentResult] = {}
+    try:
+        bundles = {name: assignment_bundle(course_dir, name, profile=profile, db_url=db_url) for name in classes}
+        priority = expected_seconds(course_dir, list(classes))
+        owners: dict[Any, tuple[str, str]] = {}  # future -> (assignment, student)
+        keep: list[Any] = []  # each assignment's bundle future, held until its tasks are done
+        for name, students in classes.items():
+            done = {(e["student"], e["digest"]) for e in _journal(course_dir, name) if e.get("status") == "recorded"}
+            shared = None
+            for student in students:
+                task = submission_task(course_dir, name, student, profile=profile, wall_limit=wall_limit, sandbox=sandbox)
+                if (student, f"{bundles[name].digest}:{task.digest}") in done:
+                    results[(name, student)] = StudentResult(student, name, "graded")  # recorded by an earlier run
+                    continue
+                task = dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
+                if shared is None:
+                    # a task, not scattered data: a worker lost with it has it computed again elsewhere
+                    # (data scattered to a worker that dies is gone, and every task needing it fails)
+                    shared = client.submit(_bundle, bundles[name], key=f"bundle-{name}-{bundles[name].digest[:12]}")
+                    keep.append(shared)
+                future = client.submit(execute, shared, task, key=f"grade-{name}-{student}-{task.digest[-12:]}",
+                                       priority=round(priority[name] * 1000), pure=False)
+                owners[future] = (name, student)
+        if progress and results:
+            print(f"{len(results)} submission(s) unchanged since an earlier run recorded them (build/grading/): "
+                  "not graded again", file=sys.stderr, flush=True)
+        pending: list[SubmissionResult] = []
+        last = time.monotonic()
+        with tqdm(total=len(owners), unit="notebook", desc="grading", disable=not progress or not owners,
+                  file=sys.stderr, smoothing=0.1) as bar:
+            # every result finished meanwhile at once: while the client records, the next batch grows
+            for finished in as_completed(list(owners)).batches():
+                for future in finished:
+                    name, student = owners.pop(future)
+                    if future.status == "finished":
+                        result = future.result()
+                        if result.outcome.get("success"):
+                            pending.append(result)
+                        elif result.outcome.get("wall_limit"):
+                            results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
+                        else:
+                            results[(name, student)] = student_result(student, name, result.outcome, db_url)
+                    else:
+                        results[(name, student)] = _failure(name, student, future.exception())
+                    future.release()
+                    bar.update()
+                # at most `batch` per recording: an interrupted client has lost at most one batch's work
+                while len(pending) >= batch or (pending and time.monotonic() - last >= batch_seconds):
+                    chunk, pending = pending[:batch], pending[batch:]
+                    results.update(_record(course_dir, chunk, db_url))
+                    last = time.monotonic()
+        if pending:
+            results.update(_record(course_dir, pending, db_url))
+    finally:
+        if client is not scheduler:
+            client.close()
+    return [GradingRun(name, [results[(name, s)] for s in students]) for name, students in classes.items()]
+

@@ -1,0 +1,180 @@
+"""The instructor's manual-grading view: each written answer beside the student's own run.
+
+Autograding re-executes a submission in the ``ci`` profile, so the formgrader shows barely
+trained numbers beside an answer that quotes the student's ``cpu`` run. This view keeps what the
+student saw: for every written (manually graded) answer, the outputs of the cells the question
+is about, *as submitted*, marked as the student's own, unverified run.
+
+Which cells a question is about: the code cells listed in the written-answer cell's
+``metadata.course.run_cells`` (cell ids, in ``solutions/``) or, by default, the code cells of the
+question's section after its last test cell (where the notebook prints what the question asks
+for). Cells are found in the submission by id, else by their source.
+
+Only plain text and PNG/JPEG images are shown: a submission is untrusted, so its HTML and
+JavaScript outputs are shown as text. Test cells are never shown (their outputs may carry
+checker messages), and nothing is read from the autograded copy.
+
+    build/manual/<assignment>/<student>.html   written by `course grade`, listed by `course review`
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from nbformat import NotebookNode
+
+from course_utils.cells import nbgrader_meta, read
+from course_utils.layout import notebook_paths
+
+__all__ = ["WrittenQuestion", "written_questions", "view_path", "write_view", "write_views"]
+
+_HEADING = re.compile(r"#{1,2} ")
+_RUN_HEADER = re.compile(r"seed:|profile", re.IGNORECASE)
+
+
+@dataclass
+class WrittenQuestion:
+    grade_id: str
+    points: float
+    prompt: str                 # the markdown just above the answer cell (the question itself)
+    run_cells: list[tuple[str, str]]  # (cell id, source) of the cells whose outputs the answer uses
+
+
+def _is_test(cell: NotebookNode) -> bool:
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _is_written(cell: NotebookNode) -> bool:
+    meta = nbgrader_meta(cell)
+    return cell.cell_type == "markdown" and bool(meta.get("grade")) and bool(meta.get("solution"))
+
+
+def written_questions(source_nb: NotebookNode) -> list[WrittenQuestion]:
+    """The written questions of a solution notebook, each with the cells its answer draws on."""
+    cells = source_nb.cells
+    by_id = {cell.get("id"): cell for cell in cells}
+    questions = []
+    for index, cell in enumerate(cells):
+        if not _is_written(cell):
+            continue
+        listed = cell.metadata.get("course", {}).get("run_cells")
+        if listed:
+            chosen = [by_id[i] for i in listed if i in by_id]
+        else:
+            start = max((i for i in range(index) if cells[i].cell_type == "markdown"
+                         and _HEADING.match(cells[i].source.lstrip())), default=0)
+            after_test = max((i for i in range(start, index) if _is_test(cells[i])), default=start)
+            chosen = [c for c in cells[after_test + 1:index] if c.cell_type == "code" and not nbgrader_meta(c)]
+        prompt = cells[index - 1].source if index and cells[index - 1].cell_type == "markdown" else ""
+        meta = nbgrader_meta(cell)
+        questions.append(WrittenQuestion(str(meta.get("grade_id")), float(meta.get("points", 0) or 0), prompt,
+                                         [(str(c.get("id", "")), c.source) for c in chosen]))
+    return questions
+
+
+def _find(submission: NotebookNode, cell_id: str, source: str) -> NotebookNode | None:
+    for cell in submission.cells:
+        if cell.cell_type == "code" and cell_id and cell.get("id") == cell_id and not _is_test(cell):
+            return cell
+    for cell in submission.cells:
+        if cell.cell_type == "code" and cell.source.strip() == source.strip() and not _is_test(cell):
+            return cell
+    return None
+
+
+def _outputs_html(cell: NotebookNode) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            parts.append(f"<pre>{html.escape(''.join(output.get('text', '')))}</pre>")
+        elif kind in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            image = next((m for m in ("image/png", "image/jpeg") if m in data), None)
+            if image and re.fullmatch(r"[A-Za-z0-9+/=\s]+", "".join(data[image])):
+                parts.append(f'<img alt="figure" src="data:{image};base64,{"".join(data[image]).strip()}">')
+            elif "text/plain" in data:
+                parts.append(f"<pre>{html.escape(''.join(data['text/plain']))}</pre>")
+        elif kind == "error":
+            parts.append(f"<pre class=error>{html.escape(str(output.get('ename')))}: "
+                         f"{html.escape(str(output.get('evalue')))}</pre>")
+    return "\n".join(parts) or "<p class=none>(no output in the submitted notebook)</p>"
+
+
+def _run_header(submission: NotebookNode) -> str:
+    """The line the notebook's setup cell printed (device, profile, seed), if the student ran it."""
+    for cell in submission.cells[:8]:
+        for output in cell.get("outputs", []):
+            for line in "".join(output.get("text", "")).splitlines():
+                if _RUN_HEADER.search(line):
+                    return line.strip()
+    return ""
+
+
+def view_path(course_dir: Path, assignment: str, student: str) -> Path:
+    return Path(course_dir) / "build" / "manual" / assignment / f"{student}.html"
+
+
+_STYLE = """body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}
+.q{border-top:2px solid #446;margin-top:2em;padding-top:.5em}
+.answer{background:#f4f7ff;border-left:4px solid #446;padding:.5em 1em;white-space:pre-wrap}
+.run{border:1px dashed #b60;padding:.5em 1em;margin:.8em 0}
+.run h4{color:#b60;margin:.2em 0}
+pre{background:#f6f6f6;padding:.4em;overflow-x:auto}
+img{max-width:100%}
+.none,.error{color:#a00}"""
+
+
+def render_view(assignment: str, student: str, source_nb: NotebookNode, submission: NotebookNode) -> str:
+    """The HTML page (a string) for one student's written answers."""
+    answers = {nbgrader_meta(c).get("grade_id"): c.source for c in submission.cells if _is_written(c)}
+    header = _run_header(submission)
+    body = [f"<h1>{html.escape(assignment)}: written answers of {html.escape(student)}</h1>",
+            "<p>Each answer is shown beside the outputs of the cells it draws on, <b>as the student submitted "
+            "them</b>: the student's own run, <b>unverified</b> (autograding re-ran the notebook in the "
+            "<code>ci</code> profile; these are not those outputs). Grade the reasoning against these "
+            "numbers.</p>",
+            f"<p>The submitted notebook's setup line: <code>{html.escape(header or 'not found (setup cell not run?)')}</code></p>"]
+    for q in written_questions(source_nb):
+        body.append(f"<div class=q><h2>{html.escape(q.grade_id)} ({q.points:g} points)</h2>")
+        body.append(f"<details><summary>the question</summary><pre>{html.escape(q.prompt)}</pre></details>")
+        answer = answers.get(q.grade_id)
+        body.append(f"<h3>The answer</h3><div class=answer>{html.escape(answer) if answer is not None else '(no answer cell)'}</div>")
+        for cell_id, source in q.run_cells:
+            found = _find(submission, cell_id, source)
+            first = source.strip().splitlines()[0] if source.strip() else ""
+            body.append(f"<div class=run><h4>the student's own run, unverified: <code>{html.escape(first[:100])}</code></h4>")
+            body.append(_outputs_html(found) if found is not None else "<p class=none>(cell not found in the submission)</p>")
+            body.append("</div>")
+        body.append("</div>")
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(assignment)} / {html.escape(student)}"
+            f"</title><style>{_STYLE}</style></head><body>{''.join(body)}</body></html>")
+
+
+def write_view(course_dir: Path, assignment: str, student: str) -> Path | None:
+    """Write the view from ``submitted/<student>/<assignment>/``; None when there is nothing to show."""
+    course_dir = Path(course_dir)
+    sources = notebook_paths(course_dir, assignment)
+    if not sources:
+        return None
+    source_nb = read(sources[0])
+    if not written_questions(source_nb):
+        return None
+    submitted = course_dir / "submitted" / student / assignment / sources[0].name
+    try:
+        submission = read(submitted)
+    except Exception:  # noqa: BLE001 - a malformed submission: grading reports it; no view
+        return None
+    path = view_path(course_dir, assignment, student)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_view(assignment, student, source_nb, submission), encoding="utf-8")
+    return path
+
+
+def write_views(course_dir: Path, assignment: str, students: Sequence[str]) -> list[Path]:
+    return [p for p in (write_view(course_dir, assignment, s) for s in students) if p is not None]

@@ -1,0 +1,143 @@
+"""Autograde a class on every core, with grades equal to a serial run.
+
+nbgrader grades serially and its sqlite gradebook is not safe for concurrent writers.
+So the work is split in two phases:
+
+1. **execute** (parallel): the class is dealt into ``workers`` groups; each group is graded
+   by one nbgrader process (``NbGraderAPI.autograde`` per student) in a private scratch
+   course: the assignment's source, the group's submissions, and a scratch sqlite
+   gradebook holding only the assignment's definition, copied from the course's configured
+   gradebook (sqlite or PostgreSQL) through nbgrader's Gradebook API. The scratch courses
+   live in a private temporary folder outside the course directory, which no sandboxed
+   kernel can see. Each student's outcome is nbgrader's own for that student.
+2. **record** (serial, no kernels): the executed notebooks, read only from that scratch
+   folder, are handed to nbgrader in the real course with ``Execute`` and ``ClearOutput``
+   disabled; it restores the test cells from the gradebook, reads the outputs, and writes
+   the grades (to the configured ``db_url``) and ``autograded/`` exactly as a serial run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+from course_grader.grading.gradebook import copy_assignment_definition, course_db_url, require_assignment
+from course_grader.grading.scores import GradingRun, StudentResult, student_result
+from course_grader.grading.runner import autograde_students, write_course_config
+from course_grader.grading.submissions import submitted_students
+
+__all__ = ["autograde_parallel", "default_workers", "record_executed", "RECORD_ONLY"]
+
+# nbgrader settings of the record phase: read the outputs, run nothing.
+RECORD_ONLY = {
+    "Execute": {"enabled": False},
+    "SandboxedExecute": {"enabled": False},
+    "ClearOutput": {"enabled": False},
+}
+
+
+def default_workers() -> int:
+    """One worker per core (``os.sched_getaffinity`` where it exists)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS
+        return max(1, os.cpu_count() or 1)
+
+
+def _grade_group(
+    course_dir: Path, scratch: Path, assignment: str, group: Sequence[str], profile: str, db_url: str
+) -> tuple[dict[str, Path], list[StudentResult], str]:
+    """Execute ``group``'s notebooks in a private scratch course.
+
+    Returns the executed notebook folders of the students nbgrader graded, the results of
+    those it could not grade, and the log.
+    """
+    write_course_config(scratch, course_dir / "nbgrader_config.py", own_gradebook=True)
+    copy_assignment_definition(db_url, f"sqlite:///{scratch / 'gradebook.db'}", assignment)
+    shutil.copytree(course_dir / "solutions" / assignment, scratch / "solutions" / assignment)
+    for student in group:
+        shutil.copytree(course_dir / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
+    outcomes, log = autograde_students(scratch, assignment, group, profile=profile)
+    executed: dict[str, Path] = {}
+    failed: list[StudentResult] = []
+    for student in group:
+        result = student_result(student, assignment, outcomes[student], db_url)
+        folder = scratch / "autograded" / student / assignment
+        if result.status == "graded" and folder.is_dir():
+            executed[student] = folder
+        elif result.status == "graded":
+            failed.append(StudentResult(student, assignment, "failed", "nbgrader wrote no graded notebook"))
+        else:
+            failed.append(result)
+    return executed, failed, log
+
+
+def record_executed(
+    course_dir: Path, assignment: str, staging: Path, *, profile: str = "ci", db_url: str | None = None
+) -> tuple[dict[str, StudentResult], str]:
+    """Phase 2: record the executed notebooks in ``staging/<student>/<assignment>/`` (a private
+    folder) in the real course, serially and without kernels; each student's submitted
+    ``timestamp.txt`` goes with them. Returns ``student -> result`` and nbgrader's log."""
+    db_url = db_url or course_db_url(course_dir)
+    graded = sorted(p.parent.name for p in staging.glob(f"*/{assignment}") if p.is_dir()) if staging.is_dir() else []
+    if not graded:
+        return {}, ""
+    for student in graded:
+        timestamp = course_dir / "submitted" / student / assignment / "timestamp.txt"
+        if timestamp.is_file():
+            target = staging / student / assignment / "timestamp.txt"
+            target.unlink(missing_ok=True)  # nbgrader's copy there is read-only (0444): a grader who is not root cannot overwrite it
+            shutil.copy2(timestamp, target)
+    config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
+    outcomes, log = autograde_students(course_dir, assignment, graded, profile=profile, config=config)
+    return {s: student_result(s, assignment, outcomes[s], db_url) for s in graded}, log
+
+
+def autograde_parallel(
+    course_dir: Path,
+    assignment: str,
+    students: Sequence[str] | None = None,
+    *,
+    workers: int | None = None,
+    profile: str = "ci",
+    db_url: str | None = None,
+) -> GradingRun:
+    """Grade ``assignment`` for all (or the given) students of ``course_dir`` in parallel.
+
+    Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when the
+    assignment is not in the gradebook.
+    """
+    db_url = db_url or course_db_url(course_dir)
+    require_assignment(db_url, assignment)
+    students = submitted_students(course_dir, assignment, students)
+    workers = workers or default_workers()
+    results: dict[str, StudentResult] = {}
+    logs: list[str] = []
+    # private (0700) and outside the course directory: kernels never see it
+    scratch_root = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    try:
+        # one nbgrader process per worker, each grading its share of the class in turn:
+        # nbgrader's start-up (seconds) is paid once per worker, not once per student
+        groups = [students[i::workers] for i in range(workers) if students[i::workers]]
+        with ThreadPoolExecutor(max_workers=len(groups) or 1) as pool:  # threads only wait on subprocesses
+            done = list(pool.map(
+                lambda item: _grade_group(
+                    course_dir, scratch_root / f"worker{item[0]}", assignment, item[1], profile, db_url),
+                enumerate(groups),
+            ))
+        staging = scratch_root / "executed"
+        for executed, group_failed, log in done:
+            logs.append(log)
+            results.update({r.student: r for r in group_failed})
+            for student, folder in executed.items():
+                shutil.copytree(folder, staging / student / assignment)
+        recorded, log = record_executed(course_dir, assignment, staging, profile=profile, db_url=db_url)
+        logs.append(log)
+        results.update(recorded)
+    finally:
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    return GradingRun(assignment, [results[s] for s in students], "\n".join(logs))

@@ -1,0 +1,116 @@
+"""The one grading pipeline: ``grade(course, assignments, students, workers | scheduler) -> GradeReport``.
+
+``course grade`` (and the hub's service, which runs it), the demo class and the Dask path all grade
+through :func:`grade`. For each assignment it:
+
+1. inspects the submissions (:mod:`~course_grader.grading.submissions`): a malformed one is left
+   out with its reason, a missing one is recorded as 0;
+2. autogrades the rest in the course's profile: serially through nbgrader (``workers=1``), on every
+   core (:mod:`~course_grader.grading.parallel`), or on a Dask cluster (``scheduler``,
+   :mod:`~course_grader.grading.dask_grading`, every assignment's tasks at once);
+3. writes the written answers beside each student's own run (:mod:`~course_grader.grading.manual_view`);
+
+then reads the scores back from the gradebook and the flags from the scan and the checker's evidence.
+It prints progress through ``say`` and never prints a table: the caller does (:mod:`course_grader.cli`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from course_grader.course import Course
+from course_grader.grading.scores import NotebookScore, StudentResult
+
+__all__ = ["GradeReport", "grade"]
+
+
+@dataclass
+class GradeReport:
+    """What one :func:`grade` call did: every student's result, the scores it left in the
+    gradebook for them, the submissions it could not grade (``failed``: the reason) and the flags."""
+
+    course: Course
+    results: list[StudentResult] = field(default_factory=list)
+    rows: list[NotebookScore] = field(default_factory=list)
+    flags: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> dict[tuple[str, str], str]:
+        """``(assignment, student) -> reason`` for the submissions nbgrader could not grade."""
+        return {(r.assignment, r.student): r.reason for r in self.results if r.status in ("failed", "malformed")}
+
+
+def grade(
+    course: Course,
+    assignments: Sequence[str],
+    students: Sequence[str] | None = None,
+    *,
+    workers: int = 1,
+    scheduler: Any = None,
+    wall_limit: float | None = None,
+    sandbox: bool = True,
+    manual_views: bool = True,
+    say: Callable[[str], None] = lambda line: print(line, flush=True),
+) -> GradeReport:
+    """Grade ``assignments`` for all (or the given) ``students`` of ``course`` in ``course.profile``.
+
+    ``workers``: students graded at once on this machine (1: serial nbgrader); ``scheduler``: a
+    Dask scheduler address or client instead (``wall_limit``: seconds per notebook there;
+    ``sandbox`` is passed to its workers, which cannot see this process's environment).
+    Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when an assignment is
+    not in the gradebook.
+    """
+    from course_grader.grading.manual_view import write_views
+    from course_grader.grading.parallel import autograde_parallel
+    from course_grader.grading.scores import autograde, read_scores, submission_flags
+    from course_grader.grading.submissions import format_problems, inspect_submissions, record_zero, submitted_students
+
+    started = time.perf_counter()
+    report = GradeReport(course)
+    only = list(students) if students else None
+    on_dask: dict[str, list[str]] = {}  # every assignment's tasks go to the cluster at once
+    for name in assignments:
+        problems = inspect_submissions(course.root, name, only)
+        if problems:
+            say(f"{name}: problems found in the submissions\n{format_problems(problems)}")
+        blocked = {p.student for p in problems if p.blocking}
+        report.results += [StudentResult(p.student, name, "malformed", p.problem) for p in problems if p.blocking]
+        missing = sorted({p.student for p in problems if p.zero} - blocked)
+        report.results += [StudentResult(s, name, "missing", "nothing submitted: recorded as 0") for s in missing]
+        graded = [s for s in submitted_students(course.root, name, only) if s not in blocked | set(missing)]
+        if graded and scheduler is not None:
+            on_dask[name] = graded
+        elif graded:
+            say(f"autograding {name}: {len(graded)} students, {workers} worker(s), profile {course.profile!r} ...")
+            if workers > 1:
+                run = autograde_parallel(course.root, name, graded, workers=workers, profile=course.profile,
+                                         db_url=course.db_url)
+            else:
+                run = autograde(course.root, name, graded, profile=course.profile, db_url=course.db_url)
+            report.results += run.results
+            if manual_views:
+                views = write_views(course.root, name, graded)
+                if views:
+                    say(f"{name}: written answers beside each student's own run: {views[0].parent}/<student>.html")
+        else:
+            say(f"{name}: no submissions to grade")
+        for student in missing:
+            record_zero(course.root, name, student, db_url=course.db_url)
+    if on_dask:
+        from course_grader.grading.dask_grading import grade_on_dask
+
+        say(f"autograding {', '.join(on_dask)} on the Dask cluster at {scheduler}: "
+            f"{sum(map(len, on_dask.values()))} notebooks, profile {course.profile!r} ...")
+        for run in grade_on_dask(course.root, on_dask, scheduler, profile=course.profile, wall_limit=wall_limit,
+                                 sandbox=sandbox, db_url=course.db_url):
+            report.results += run.results
+    failed = report.failed
+    names = set(assignments)
+    report.rows = [r for r in read_scores(course.root, course.db_url)
+                   if r.assignment in names and (r.assignment, r.student) not in failed and (not only or r.student in only)]
+    report.flags = submission_flags(course.root, sorted({(r.assignment, r.student) for r in report.results}))
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,197 @@
+"""Run nbgrader in a subprocess, in a given course directory, the way the course needs it.
+
+A subprocess keeps nbgrader's logging, its database session and any crash away from the
+caller. The environment's ``bin`` goes on PATH (nbgrader shells out to ``alembic``), and
+``COURSE_PROFILE`` is the grading profile (``ci`` unless the caller says otherwise: a
+``COURSE_PROFILE`` left in the instructor's shell does not change what is graded).
+
+:func:`autograde_students` grades through nbgrader's Python API instead of its command
+line: one subprocess calls ``NbGraderAPI.autograde`` once per student and writes each
+student's ``success``/``error``/``log`` as one JSON line, so every outcome belongs to the
+student it was produced for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = [
+    "NbgraderError",
+    "grading_env",
+    "run_nbgrader",
+    "write_course_config",
+    "autograde_students",
+]
+
+
+# nbgrader imports jsonschema, which builds an RFC 3987 grammar at import (2-5 s of every
+# nbgrader process) when the optional rfc3987_syntax is installed, only to check the "iri"
+# string format, which no nbgrader or notebook schema uses. A None entry in sys.modules makes
+# that optional import fail fast. And a new gradebook gets its schema revision in-process
+# (course_grader.grading.gradebook.fast_gradebook_creation), not from an `alembic heads`
+# subprocess. `python -m nbgrader ARGS`, without those costs:
+NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); sys.argv[0] = 'nbgrader'; "
+                 "from course_grader.grading.gradebook import fast_gradebook_creation; fast_gradebook_creation(); "
+                 "from nbgrader.apps.nbgraderapp import main; main()")
+
+
+class NbgraderError(RuntimeError):
+    """nbgrader exited non-zero; the message carries the end of its log."""
+
+
+def grading_env(profile: str = "ci", extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for nbgrader and the kernels it starts."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["COURSE_PROFILE"] = profile  # the grading profile, whatever the shell says
+    env.setdefault("PYTHONWARNINGS", "ignore")
+    env.setdefault("MPLBACKEND", "Agg")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_nbgrader(
+    args: Sequence[str],
+    course_dir: Path,
+    *,
+    profile: str = "ci",
+    env: dict[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """``nbgrader ARGS`` with ``course_dir`` as working directory and course root."""
+    command = [sys.executable, "-c", NBGRADER_MAIN, *args]
+    result = subprocess.run(
+        command,
+        cwd=course_dir,
+        env=env or grading_env(profile),
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-25:])
+        raise NbgraderError(f"`nbgrader {' '.join(args)}` failed in {course_dir} (exit {result.returncode}):\n{tail}")
+    return result
+
+
+def write_course_config(course_dir: Path, base_config: Path, *, own_gradebook: bool = False) -> Path:
+    """Give a scratch course directory (demo class, tests) the repository's nbgrader config.
+
+    ``own_gradebook`` pins the scratch course to itself (its root and a sqlite gradebook
+    inside it) even when the base config names another root or database (JupyterHub).
+    """
+    course_dir.mkdir(parents=True, exist_ok=True)
+    config = course_dir / "nbgrader_config.py"
+    text = (
+        "# Generated: the course's own configuration, loaded unchanged.\n"
+        "c = get_config()  # noqa: F821\n"
+        f"load_subconfig({str(base_config.resolve())!r})  # noqa: F821\n"
+    )
+    if own_gradebook:
+        root = course_dir.resolve()
+        text += (
+            "# A scratch course: its own root and its own sqlite gradebook, whatever the base says.\n"
+            f"c.CourseDirectory.root = {str(root)!r}\n"
+            f"c.CourseDirectory.db_url = {'sqlite:///' + str(root / 'gradebook.db')!r}\n"
+        )
+    config.write_text(text)
+    return config
+
+
+def _outcome_of_dead_process(returncode: int, output: str) -> dict[str, Any]:
+    tail = "\n".join(output.strip().splitlines()[-15:])
+    return {
+        "success": False,
+        "error": f"the grading process stopped (exit {returncode}) while grading this submission",
+        "log": tail,
+        "process_died": True,
+    }
+
+
+def autograde_students(
+    course_dir: Path,
+    assignment: str,
+    students: Sequence[str],
+    *,
+    profile: str = "ci",
+    config: dict[str, dict[str, Any]] | None = None,
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """``NbGraderAPI.autograde(assignment, student)`` for each student, in a subprocess
+    whose working directory is ``course_dir`` (nbgrader loads its config there).
+
+    ``config`` adds traitlets settings (``{"Execute": {"enabled": False}}``). Returns
+    ``student -> {"success", "error", "log"}`` as nbgrader's API gives it, and the
+    subprocess's own output. If the process itself dies, the student it was grading is
+    failed with that reason and the others are graded by a fresh process.
+    """
+    outcomes: dict[str, dict[str, Any]] = {}
+    output = ""
+    work = Path(tempfile.mkdtemp(prefix="course-autograde-"))  # private (0700), outside the course
+    try:
+        remaining = list(students)
+        while remaining:
+            spec = work / "spec.json"
+            results = work / "results.jsonl"
+            results.unlink(missing_ok=True)
+            spec.write_text(json.dumps({
+                "course_dir": str(Path(course_dir).resolve()),
+                "assignment": assignment,
+                "students": remaining,
+                "config": config or {},
+                "results": str(results),
+            }))
+            process = subprocess.run(
+                [sys.executable, "-m", "course_grader.grading.runner", "autograde", str(spec)],
+                cwd=course_dir, env=grading_env(profile), capture_output=True, text=True,
+            )
+            output += process.stdout + process.stderr
+            done = [json.loads(line) for line in results.read_text().splitlines()] if results.is_file() else []
+            for record in done:
+                outcomes[record.pop("student")] = record
+            remaining = [s for s in remaining if s not in outcomes]
+            if remaining and process.returncode == 0:
+                raise NbgraderError(f"nbgrader's API returned without grading {remaining}:\n{output[-3000:]}")
+            if remaining:  # the process died while grading remaining[0]
+                outcomes[remaining[0]] = _outcome_of_dead_process(process.returncode, process.stdout + process.stderr)
+                remaining = remaining[1:]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return outcomes, output
+
+
+def _autograde_main(spec_path: str) -> int:
+    """The subprocess side of :func:`autograde_students`."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from course_grader.grading.gradebook import fast_gradebook_creation, nbgrader_config
+
+    fast_gradebook_creation()
+    spec = json.loads(Path(spec_path).read_text())
+    os.chdir(spec["course_dir"])
+    sys.path.insert(0, os.getcwd())  # as `nbgrader` does
+    config = nbgrader_config(Path.cwd())
+    config.merge(Config(spec["config"]))
+    coursedir = CourseDirectory(config=config)
+    api = NbGraderAPI(coursedir=coursedir, config=config)
+    with open(spec["results"], "a") as results:
+        for student in spec["students"]:
+            outcome = api.autograde(spec["assignment"], student, force=True, create=True)
+            results.write(json.dumps({"student": student, **outcome}) + "\n")
+            results.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type] # see NBGRADER_MAIN
+    if len(sys.argv) == 3 and sys.argv[1] == "autograde":
+        raise SystemExit(_autograde_main(sys.argv[2]))
+    raise SystemExit(f"usage: python -m {__spec__.name if __spec__ else 'nbgrader_runner'} autograde SPEC.json")

@@ -1,0 +1,237 @@
+"""nbgrader's ``Execute`` preprocessor with each kernel in the grading sandbox.
+
+Kept apart from :mod:`course_grader.sandbox.bubblewrap` (which never imports this module) because
+nbgrader and nbclient take seconds to import and ``course grade`` checks the sandbox
+(:func:`~course_grader.sandbox.bubblewrap.sandbox_problem`) before grading starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import errno
+import os
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from nbclient.exceptions import DeadKernelError
+from nbclient.util import run_sync
+from nbgrader.preprocessors import Execute
+
+from course_grader.grading.checker import checker_enabled
+from course_grader.sandbox.bubblewrap import (
+    GiB,
+    MiB,
+    SandboxError,
+    SandboxKernelManager,
+    SandboxLimits,
+    sandbox_enabled,
+    sandbox_problem,
+)
+
+__all__ = ["SandboxLimitError", "SandboxedExecute"]
+
+
+class SandboxLimitError(DeadKernelError):
+    """The sandboxed kernel died; the message says why (which limit, or how it ended).
+
+    Subclasses nbclient's ``DeadKernelError``: nbgrader treats it as a dead kernel and goes on
+    with the next submission. The message starts with ``Kernel died``.
+    """
+
+
+# ---------------------------------------------------------------- nbgrader's Execute, sandboxed
+
+
+_LIMIT_ERRORS = {
+    "MemoryError": "memory",
+    "OutOfMemoryError": "memory",
+}
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's ``Execute`` with each notebook's kernel in a :class:`SandboxKernelManager`.
+
+    The kernel's working directory is a private copy of the notebook (hidden tests cleared),
+    never the notebook's folder in the course. A kernel that dies raises
+    :class:`SandboxLimitError` saying why; an error a limit caused inside a cell
+    (``MemoryError``, ``File too large``, no more processes) gets the limit appended.
+    Unsandboxed only when ``COURSE_SANDBOX=off``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if sandbox_enabled():
+            kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):  # type: ignore[override]
+        self._sandbox_resources = resources or {}
+        if hasattr(self, "_prelude"):
+            del self._prelude
+        try:
+            return self._preprocess(nb, resources, km)
+        finally:
+            if getattr(self, "_checker", None) is not None:
+                self._checker.close()
+                self._checker = None
+
+    def _preprocess(self, nb, resources=None, km=None):  # type: ignore[no-untyped-def]
+        if not sandbox_enabled() or km is not None:
+            return super().preprocess(nb, resources, km)
+        problem = sandbox_problem()
+        if problem:
+            raise SandboxError(problem + " (COURSE_SANDBOX=off grades unsandboxed)")
+        self._sandbox_notebook = nb
+        self._sandbox_resources = resources or {}
+        self._sandbox_name = ((resources or {}).get("nbgrader", {}).get("notebook") or "notebook") + ".ipynb"
+        self._sandbox_km: SandboxKernelManager | None = None
+        original = resources if resources is not None else {}
+        # never the notebook's folder in the course as the kernel's cwd (the kernel has its own)
+        resources = dict(original)
+        resources["metadata"] = {k: v for k, v in original.get("metadata", {}).items() if k != "path"}
+        try:
+            nb, _ = super().preprocess(nb, resources, km)
+            return nb, original
+        except DeadKernelError as error:
+            managed = self._sandbox_km
+            reason = managed.death_reason() if managed is not None else str(error)
+            raise SandboxLimitError(f"Kernel died: {reason} (sandbox limits: {self._limits_text()})") from error
+        except RuntimeError as error:
+            managed = self._sandbox_km
+            if managed is not None and ("Kernel didn't respond" in str(error) or "Kernel died before" in str(error)):
+                raise SandboxError(f"the sandboxed kernel did not start: {error}\n{managed.startup_log()}") from error
+            raise
+
+    async def async_start_new_kernel_client(self):  # type: ignore[override]
+        kc = await super().async_start_new_kernel_client()
+        if isinstance(self.km, SandboxKernelManager):
+            self.km.seal_ipc()
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
+    async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # type: ignore[override]
+        """A test cell: the kernel runs its visible part; the checker runs all of it and decides."""
+        self._executing = cell_index
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
+        if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled(assignment):
+            return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        from course_grader.grading.checker import split_hidden
+
+        full = cell.source
+        cell.source = split_hidden(full)
+        try:
+            await super().async_execute_cell(cell, cell_index, execution_count, store_history)
+        finally:
+            cell.source = full
+        if any(output.get("output_type") == "error" for output in cell.get("outputs", [])):
+            return cell  # the visible tests already failed in the kernel: no points either way
+        if getattr(self, "_checker", None) is None:
+            from course_grader.grading.checker import CheckerProcess
+
+            self._checker = CheckerProcess()
+        result = await asyncio.to_thread(self._checker.check, self.km.get_connection_info(), full,
+                                         self._checker_prelude(), float(self.timeout or 120))
+        record_check(cell, result)
+        return cell
+
+    execute_cell = run_sync(async_execute_cell)  # nbclient binds the sync name to its own coroutine
+
+    def _update_display_id(self, display_id: str, msg: dict) -> None:  # type: ignore[override]
+        """``update_display`` reaches only the cell running now: a later cell rewriting an earlier
+        answer's output (whose outputs feedback shows) would carry what it saw of the hidden tests
+        there (red team, issue 25)."""
+        mapping = self._display_id_map.get(display_id, {})
+        current = getattr(self, "_executing", None)
+        others = {index: outputs for index, outputs in mapping.items() if index != current}
+        for index in others:
+            del mapping[index]
+        try:
+            super()._update_display_id(display_id, msg)
+        finally:
+            mapping.update(others)
+
+    def _checker_prelude(self) -> str:
+        if not hasattr(self, "_prelude"):
+            self._prelude = source_prelude(self.config, getattr(self, "_sandbox_resources", {}))
+        return self._prelude
+
+    def _limits_text(self) -> str:
+        return self._sandbox_km.limits.describe() if self._sandbox_km is not None else SandboxLimits.from_env().describe()
+
+    def create_kernel_manager(self):  # type: ignore[override]
+        km = super().create_kernel_manager()
+        if isinstance(km, SandboxKernelManager):
+            km.work_files = {self._sandbox_name: _public_copy(self._sandbox_notebook)}
+            self._sandbox_km = km
+        return km
+
+    def on_cell_executed(self, **kwargs: Any) -> None:
+        super().on_cell_executed(**kwargs)
+        if not sandbox_enabled():
+            return
+        for output in kwargs["cell"].get("outputs", []):
+            if output.get("output_type") == "error":
+                note = self._limit_note(output.get("ename", ""), output.get("evalue", ""))
+                if note and note not in output.get("evalue", ""):
+                    output["evalue"] = f"{output.get('evalue', '')} [{note}]"
+                    output["traceback"] = [*output.get("traceback", []), note]
+
+    def _limit_note(self, ename: str, evalue: str) -> str | None:
+        limits = self._sandbox_km.limits if getattr(self, "_sandbox_km", None) is not None else SandboxLimits.from_env()
+        if _LIMIT_ERRORS.get(ename) == "memory" or "can't allocate memory" in evalue or "Cannot allocate memory" in evalue:
+            if limits.memory is not None:
+                return f"grading sandbox: the notebook's memory limit is {limits.memory / GiB:g} GiB"
+        if f"[Errno {errno.EFBIG}]" in evalue or "File too large" in evalue:
+            return f"grading sandbox: files are limited to {limits.file_size / MiB:g} MiB"
+        if f"[Errno {errno.ENOSPC}]" in evalue:
+            return f"grading sandbox: the working directory and /tmp hold at most {limits.tmp_size / MiB:g} MiB each"
+        if f"[Errno {errno.EAGAIN}]" in evalue and ename in {"BlockingIOError", "OSError"}:
+            return f"grading sandbox: the notebook may run at most {limits.processes} processes/threads"
+        return None
+
+
+def record_check(cell: Any, result: Any) -> None:
+    """Write the checker's verdict into the executed cell: an error output when it failed
+    (nbgrader then gives the cell no points), and its evidence in the cell's metadata."""
+    cell.setdefault("metadata", {})["course_checker"] = {"ok": bool(result.ok), "evidence": list(result.evidence)}
+    if not result.ok:
+        cell.setdefault("outputs", []).append(nbformat.v4.new_output(
+            "error", ename=result.ename or "CheckFailed", evalue=result.evalue,
+            traceback=[f"{result.ename or 'CheckFailed'}: {result.evalue}"]))
+
+
+def source_prelude(config: Any, resources: dict) -> str:
+    """The import statements of the instructor's code cells, read from the *source* notebook
+    (a student can edit the cells of their copy that nbgrader does not restore)."""
+    from course_utils.cells import nbgrader_meta
+    from course_grader.grading.checker import prelude_from_source
+
+    info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
+    assignment, notebook = info.get("assignment"), info.get("notebook")
+    if not assignment or not notebook:
+        return ""
+    course = config.get("CourseDirectory", {}) if hasattr(config, "get") else {}
+    root = Path(course.get("root") or os.getcwd())
+    path = root / course.get("source_directory", "source") / assignment / f"{notebook}.ipynb"
+    if not path.exists():
+        return ""
+    source = nbformat.read(str(path), as_version=4)
+    return prelude_from_source(
+        [c.source for c in source.cells if c.cell_type == "code" and not nbgrader_meta(c).get("solution")
+         and not nbgrader_meta(c).get("grade")],
+        [c.source for c in source.cells if c.cell_type == "code" and nbgrader_meta(c).get("solution")])
+
+
+def _public_copy(nb: Any) -> bytes:
+    """The notebook as the student could have it: hidden tests and outputs cleared."""
+    import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests, ClearOutput
+
+    public = copy.deepcopy(nb)
+    public, _ = ClearHiddenTests().preprocess(public, {})
+    public, _ = ClearOutput().preprocess(public, {})
+    return nbformat.writes(public).encode()

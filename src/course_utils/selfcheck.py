@@ -1,0 +1,104 @@
+"""``course check``: a student runs their own notebook and sees which exercises pass.
+
+The notebook runs top to bottom in a fresh kernel (``ci`` profile), exactly as the
+autograder will run it, but on the student's copy: only the visible tests are there.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from course_utils.cells import nbgrader_meta
+from course_utils.execute import execute_notebook
+
+__all__ = ["ExerciseResult", "check_notebook", "format_report"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Same rule as nbgrader_config.py's IgnorePattern: stderr that is only a warning is harmless.
+_HARMLESS_STDERR = re.compile(r"(Warning|warnings\.warn|it/s\]|s/it\]|\d+%\|)")
+
+
+@dataclass(frozen=True)
+class ExerciseResult:
+    grade_id: str
+    points: float
+    status: str  # "PASS", "FAIL", "TODO" (not attempted), "MANUAL", or "ERROR" (a non-test cell raised)
+    message: str = ""
+
+
+def _cell_result(cell) -> ExerciseResult:
+    meta = nbgrader_meta(cell)
+    grade_id, points = meta["grade_id"], float(meta.get("points", 0))
+    if cell.cell_type == "markdown":
+        answered = "YOUR ANSWER HERE" not in cell.source
+        return ExerciseResult(grade_id, points, "MANUAL", "answered; graded by hand" if answered else "not answered yet")
+    outputs = cell.get("outputs", [])
+    if cell.get("execution_count") is None and not outputs:
+        return ExerciseResult(grade_id, points, "FAIL", "did not run (an earlier cell stopped the notebook?)")
+    for output in outputs:
+        if output.get("output_type") == "error":
+            name, value = output.get("ename", "Error"), _ANSI.sub("", output.get("evalue", ""))
+            if name == "NotImplementedError":
+                return ExerciseResult(grade_id, points, "TODO", "not attempted yet (NotImplementedError)")
+            return ExerciseResult(grade_id, points, "FAIL", f"{name}: {value}".strip())
+        if output.get("output_type") == "stream" and output.get("name") == "stderr":
+            if not _HARMLESS_STDERR.search(output.get("text", "")):
+                return ExerciseResult(
+                    grade_id, points, "FAIL",
+                    "the test cell wrote to stderr, which the autograder scores 0: " + output.get("text", "").strip()[:200],
+                )
+    return ExerciseResult(grade_id, points, "PASS")
+
+
+def check_notebook(path: Path, *, profile: str = "ci", timeout: int = 120) -> list[ExerciseResult]:
+    """Run a copy of the notebook in its own folder and grade its visible tests."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no notebook at {path}")
+    with tempfile.TemporaryDirectory(prefix="course-check-") as scratch:
+        copy = Path(scratch) / path.name
+        shutil.copy(path, copy)
+        # run in the notebook's own folder so relative paths behave as in JupyterLab
+        nb, _ = execute_notebook(copy, profile=profile, timeout=timeout, allow_errors=True, cwd=path.parent)
+    results: list[ExerciseResult] = []
+    for index, cell in enumerate(nb.cells):
+        if nbgrader_meta(cell).get("grade"):
+            results.append(_cell_result(cell))
+        elif cell.cell_type == "code":
+            error = _cell_error(cell)
+            if error:  # a cell outside the tests raised: the notebook does not run top to bottom
+                first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+                results.append(ExerciseResult(f"cell {index + 1}", 0.0, "ERROR", f"{error}   [{first_line}]"))
+    return results
+
+
+def _cell_error(cell) -> str | None:
+    """``"ename: evalue"`` of a code cell that raised (an unfinished exercise is not an error here)."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error" and output.get("ename") != "NotImplementedError":
+            return f"{output.get('ename', 'Error')}: {_ANSI.sub('', output.get('evalue', ''))}".strip()[:300]
+    return None
+
+
+def format_report(path: Path, results: list[ExerciseResult]) -> str:
+    """One line per exercise, then the total of the visible tests."""
+    lines = [f"{path}:"]
+    width = max((len(r.grade_id) for r in results), default=10)
+    for result in results:
+        message = f"  {result.message}" if result.message else ""
+        lines.append(f"  {result.status:<6} {result.grade_id:<{width}} ({result.points:g} pt){message}")
+    errors = [r for r in results if r.status == "ERROR"]
+    if errors:
+        lines.append(f"  {len(errors)} cell(s) outside the tests raised an error: the notebook does not run top to "
+                     "bottom, and the autograder will run it the same way. Fix the first one first.")
+    auto = [r for r in results if r.status not in ("MANUAL", "ERROR")]
+    passed = sum(r.points for r in auto if r.status == "PASS")
+    total = sum(r.points for r in auto)
+    lines.append(
+        f"  visible tests: {passed:g} / {total:g} points. Hidden tests run at grading and may still find mistakes."
+    )
+    return "\n".join(lines)
