@@ -271,21 +271,14 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_flags(args: argparse.Namespace) -> int:
-    import csv
-
-    from course_grader.grading.scan import format_flags, scan_submissions
+    from course_grader.grading.scan import format_flags, scan_submissions, write_flags_csv
 
     root = find_root()
     out_dir = root / "build" / "flags"
-    out_dir.mkdir(parents=True, exist_ok=True)
     for name in _names(root, args.assignments):
         flags = scan_submissions(root, name, args.student or None)
         print(format_flags(name, flags))
-        with (out_dir / f"{name}.csv").open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["student", "cell_index", "cell", "line", "rule", "text"])
-            for student, found in sorted(flags.items()):
-                writer.writerows([student, f.index, f.cell, f.line, f.rule, f.text] for f in found)
+        write_flags_csv(flags, out_dir / f"{name}.csv")
     print(f"flags written to {out_dir}/")
     return 0
 
@@ -308,34 +301,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_quoted(args: argparse.Namespace) -> int:
-    import nbformat
-
-    from course_grader.authoring.quoted import missing_quotes, output_text, quotes, record_outputs
+    from course_grader.authoring.quoted import check_quoted
 
     root = find_root()
-    recorded = root / "benchmarks" / "results" / "outputs-cpu"
     executed = Path(args.executed) if Path(args.executed).is_absolute() else root / args.executed
     ok = True
     for name in _names(root, args.assignments):
-        source = nbformat.read(str(root / "solutions" / name / f"{name}.ipynb"), as_version=4)
-        marked = quotes(source)
-        run = executed / name / f"{name}.ipynb"
-        if args.record and run.is_file():
-            record_outputs(run, recorded / f"{name}.txt")
-        text_file = recorded / f"{name}.txt"
-        if run.is_file() and not args.recorded:
-            printed, where = output_text(nbformat.read(str(run), as_version=4)), run.relative_to(root)
-        elif text_file.is_file():
-            printed, where = text_file.read_text(), text_file.relative_to(root)
+        check = check_quoted(root, name, executed, record=args.record, recorded=args.recorded)
+        if check.where is None:
+            print(f"{name}: {check.marked} quoted number(s); no cpu run to compare with (make demo PROFILE=cpu)")
         else:
-            print(f"{name}: {len(marked)} quoted number(s); no cpu run to compare with (make demo PROFILE=cpu)")
-            ok &= not marked
-            continue
-        missing = missing_quotes(source, printed)
-        print(f"{name}: {len(marked) - len(missing)} of {len(marked)} quoted number(s) printed by {where}")
-        for quote in missing:
+            print(f"{name}: {check.marked - len(check.missing)} of {check.marked} quoted number(s) printed by "
+                  f"{check.where.relative_to(root)}")
+        for quote in check.missing:
             print(f"  NOT PRINTED {quote.describe()}")
-        ok &= not missing
+        ok &= check.ok
     return 0 if ok else 1
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-__all__ = ["MARK", "Quote", "quotes", "output_text", "missing_quotes", "record_outputs"]
+__all__ = ["MARK", "Quote", "QuotedCheck", "quotes", "output_text", "missing_quotes", "record_outputs", "check_quoted"]
 
 MARK = "<!--q-->"
 # the number written right before the mark (a sign, digits with thousands commas, decimals), or before
@@ -93,3 +93,37 @@ def record_outputs(executed: Path, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(output_text(nbformat.read(str(executed), as_version=4)))
     return out
+
+
+@dataclass(frozen=True)
+class QuotedCheck:
+    """One assignment's quoted numbers against a run: ``where`` the outputs came from (None: no
+    run to compare with), and the marked quotes that run does not print."""
+
+    assignment: str
+    marked: int
+    where: Path | None
+    missing: tuple[Quote, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and (self.where is not None or not self.marked)
+
+
+def check_quoted(root: Path, assignment: str, executed: Path, *, record: bool = False, recorded: bool = False) -> QuotedCheck:
+    """Compare ``assignment``'s marked numbers with its executed copy in ``executed/<A>/<A>.ipynb`` (or, where
+    there is none or ``recorded``, with ``benchmarks/results/outputs-cpu/<A>.txt``); ``record`` keeps the
+    executed copy's output text there first."""
+    source = nbformat.read(str(root / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
+    marked = quotes(source)
+    run = executed / assignment / f"{assignment}.ipynb"
+    text_file = root / "benchmarks" / "results" / "outputs-cpu" / f"{assignment}.txt"
+    if record and run.is_file():
+        record_outputs(run, text_file)
+    if run.is_file() and not recorded:
+        printed, where = output_text(nbformat.read(str(run), as_version=4)), run
+    elif text_file.is_file():
+        printed, where = text_file.read_text(), text_file
+    else:
+        return QuotedCheck(assignment, len(marked), None)
+    return QuotedCheck(assignment, len(marked), where, tuple(missing_quotes(source, printed)))

@@ -52,7 +52,7 @@ from nbformat import NotebookNode
 
 from course_utils.cells import nbgrader_meta, read
 
-__all__ = ["Flag", "scan_notebook", "scan_submissions", "reference_paths", "format_flags", "RULES"]
+__all__ = ["Flag", "scan_notebook", "scan_submissions", "reference_paths", "format_flags", "write_flags_csv", "RULES"]
 
 RULES = (
     "reference", "monkeypatch", "shadowing", "ipython-hook", "ipython-history", "introspection", "sys",
@@ -742,3 +742,16 @@ def format_flags(assignment: str, flags: dict[str, list[Flag]]) -> str:
             lines.append(f"  {student}: {len(found)} flag(s)")
             lines.extend(f"    {flag}" for flag in found)
     return "\n".join(lines)
+
+
+def write_flags_csv(flags: dict[str, list[Flag]], path: Path) -> Path:
+    """One row per flag (student, cell index, cell, line, rule, text), for a spreadsheet."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["student", "cell_index", "cell", "line", "rule", "text"])
+        for student, found in sorted(flags.items()):
+            writer.writerows([student, f.index, f.cell, f.line, f.rule, f.text] for f in found)
+    return path
