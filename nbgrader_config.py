@@ -7,6 +7,8 @@ feedback and ``gradebook.db`` land in git-ignored folders beside them.
 
 import os
 
+from course_utils.limits import grading_cell_timeout
+
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
 
 c.CourseDirectory.course_id = "attention-transformers"
@@ -21,12 +23,10 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# Per-cell time limit. Grading runs in the fast `ci` profile (the `course` command sets
-# COURSE_PROFILE=ci), where 120 s leaves room for training cells on a slow CPU and still
-# stops an infinite loop quickly. Without a profile the notebooks run at laptop size, so
-# the limit grows. COURSE_CELL_TIMEOUT overrides both.
-_ci = os.environ.get("COURSE_PROFILE", "") == "ci"
-c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT") or (120 if _ci else 900))
+# Per-cell time limit, from course_utils.limits (the one place it is set; `course check` uses it too):
+# 120 s in the `ci` profile grading runs in (the `course` command sets COURSE_PROFILE=ci), 900 s at
+# laptop size; COURSE_CELL_TIMEOUT overrides both.
+c.Execute.timeout = grading_cell_timeout(os.environ.get("COURSE_PROFILE"))
 c.Execute.interrupt_on_timeout = True
 
 # Every submission's kernel runs in a bubblewrap sandbox (grader/src/course_grader/sandbox/bubblewrap.py):

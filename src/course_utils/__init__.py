@@ -51,7 +51,7 @@ answers the trusted checker's questions in the student's kernel, over the plain-
 The student's side of the ``course`` command: :mod:`course_utils.cli` (``course check``, ``course
 setup-kernel``; the grader adds the instructor's verbs), :mod:`course_utils.selfcheck` (a notebook's
 visible tests, run as the grader runs them), :mod:`course_utils.execute` (one notebook in the course
-kernel), :mod:`course_utils.cells` (nbgrader's cell metadata) and :mod:`course_utils.layout` (the
+kernel), :mod:`course_utils.limits` (seconds a cell may run, graded or executed), :mod:`course_utils.cells` (nbgrader's cell metadata) and :mod:`course_utils.layout` (the
 kernel's name; where assignments are).
 
 The grader (nbgrader, grading, the sandbox, review) is another package, ``course_grader`` in

@@ -92,7 +92,7 @@ def build_parser(plugins: list[ModuleType] | None = None) -> argparse.ArgumentPa
     setup.set_defaults(handler=cmd_setup_kernel)
     check = commands.add_parser("check", help="run your notebook top to bottom and report each exercise's visible tests")
     check.add_argument("notebooks", nargs="+", help="notebook(s) to check")
-    check.add_argument("--timeout", type=int, default=120, help="seconds allowed per cell (default 120)")
+    check.add_argument("--timeout", type=int, help="seconds allowed per cell (default: the grader's, 120 s)")
     check.set_defaults(handler=cmd_check)
     for plugin in plugins:
         plugin.register(commands)

@@ -16,21 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course_utils.layout import KERNEL_NAME
+from course_utils.limits import EXECUTION_TIMEOUTS, execution_timeout
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-__all__ = ["EXECUTION_TIMEOUTS", "ExecutionResult", "execution_timeout", "execute_notebook"]
+__all__ = ["EXECUTION_TIMEOUTS", "ExecutionResult", "execution_timeout", "execute_notebook"]  # the limits: course_utils.limits
 
-# Seconds allowed per cell when *executing* a notebook (grading keeps its own limit in
-# nbgrader_config.py). ci runs in seconds, so a generous limit still stops a hung cell;
-# cpu and gpu runs are as long as the machine needs: a slower machine only takes longer.
-EXECUTION_TIMEOUTS: dict[str, int | None] = {"ci": 600, "cpu": None, "gpu": None}
-
-
-def execution_timeout(profile: str | None) -> int | None:
-    """The per-cell limit (seconds) for executing in ``profile``; ``None``: no limit."""
-    return EXECUTION_TIMEOUTS.get(profile or os.environ.get("COURSE_PROFILE", ""), None)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from course_utils.cells import nbgrader_meta
 from course_utils.execute import execute_notebook
+from course_utils.limits import grading_cell_timeout
 
 __all__ = ["ExerciseResult", "check_notebook", "format_report"]
 
@@ -54,8 +55,9 @@ def _cell_result(cell) -> ExerciseResult:
     return ExerciseResult(grade_id, points, "PASS")
 
 
-def check_notebook(path: Path, *, profile: str = "ci", timeout: int = 120) -> list[ExerciseResult]:
-    """Run a copy of the notebook in its own folder and grade its visible tests."""
+def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = None) -> list[ExerciseResult]:
+    """Run a copy of the notebook in its own folder and grade its visible tests; ``timeout``: seconds per
+    cell (default: the grader's limit in ``profile``, :func:`course_utils.limits.grading_cell_timeout`)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no notebook at {path}")
@@ -63,7 +65,8 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int = 120) -> li
         copy = Path(scratch) / path.name
         shutil.copy(path, copy)
         # run in the notebook's own folder so relative paths behave as in JupyterLab
-        nb, _ = execute_notebook(copy, profile=profile, timeout=timeout, allow_errors=True, cwd=path.parent)
+        limit = grading_cell_timeout(profile) if timeout is None else timeout
+        nb, _ = execute_notebook(copy, profile=profile, timeout=limit, allow_errors=True, cwd=path.parent)
     results: list[ExerciseResult] = []
     for index, cell in enumerate(nb.cells):
         if nbgrader_meta(cell).get("grade"):

@@ -302,6 +302,12 @@ ACCEPTED = [
     Accepted(cell='last_token_pool', name='python range as the batch index',
              source=('def last_token_pool(hidden, lengths):\n'
                     '    return hidden[range(len(lengths)), lengths - 1]\n')),
+    # fourth blind red team: a CPU arange used only as an index works on every device (PyTorch moves an
+    # index to the indexed tensor's device); 00's device rule says so
+    Accepted(cell='last_token_pool', name='CPU arange as the batch index',
+             source=('def last_token_pool(hidden, lengths):\n'
+                    '    rows = torch.arange(hidden.shape[0])\n'
+                    '    return hidden[rows, lengths - 1]\n')),
 ]
 
 # Escapes of the second blind red team (issue 14 round 2): each kept full marks before the tests were strengthened.
