@@ -8,6 +8,7 @@ Every verb builds a :class:`Course` with :meth:`Course.open` and passes it on, s
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -19,6 +20,9 @@ __all__ = ["Course", "GRADING_PROFILE", "UnknownAssignment"]
 # The profile submissions are graded in unless the instructor says otherwise (`course grade --profile`):
 # the grading limits of nbgrader_config.py are sized for it, whatever COURSE_PROFILE says in the shell.
 GRADING_PROFILE = "ci"
+
+
+_ENVIRONMENT_LOCK = threading.Lock()  # the demo class opens its scratch courses from several threads
 
 
 class UnknownAssignment(LookupError):
@@ -46,17 +50,18 @@ class Course:
 
         root = find_root() if root is None else Path(root).resolve()
         profile = profile or GRADING_PROFILE
-        previous = os.environ.get("COURSE_PROFILE")
-        os.environ["COURSE_PROFILE"] = profile  # nbgrader_config.py sizes its limits by the profile
-        try:
-            config = nbgrader_config(root)
-            timeout = config.Execute.timeout if "Execute" in config and "timeout" in config.Execute else None
-            return cls(root, course_db_url(root), profile, int(timeout) if timeout else None)
-        finally:
-            if previous is None:
-                os.environ.pop("COURSE_PROFILE", None)
-            else:
-                os.environ["COURSE_PROFILE"] = previous
+        with _ENVIRONMENT_LOCK:
+            previous = os.environ.get("COURSE_PROFILE")
+            os.environ["COURSE_PROFILE"] = profile  # nbgrader_config.py sizes its limits by the profile
+            try:
+                config = nbgrader_config(root)
+                timeout = config.Execute.timeout if "Execute" in config and "timeout" in config.Execute else None
+                return cls(root, course_db_url(root), profile, int(timeout) if timeout else None)
+            finally:
+                if previous is None:
+                    os.environ.pop("COURSE_PROFILE", None)
+                else:
+                    os.environ["COURSE_PROFILE"] = previous
 
     # nbgrader's folders (CourseDirectory's defaults, which nbgrader_config.py keeps apart from
     # source and release: solutions/ and notebooks/)
