@@ -46,3 +46,14 @@ def test_a_course_names_its_assignments_and_refuses_unknown_ones(course_dir):
     assert course.assignments(["00_welcome"]) == ["00_welcome"]
     with pytest.raises(UnknownAssignment, match="no assignment 99_nope .*known: 00_welcome"):
         course.assignments(["99_nope"])
+
+
+def test_a_courses_cell_limit_is_the_one_nbgrader_is_given(course_dir, monkeypatch):
+    """``cell_timeout`` is read from nbgrader's configuration, not worked out again: an override in the
+    environment or a limit set in the course's nbgrader_config.py is what the course reports."""
+    monkeypatch.setenv("COURSE_CELL_TIMEOUT", "33")
+    assert Course.open(course_dir).cell_timeout == Course.open(course_dir, profile="cpu").cell_timeout == 33
+    monkeypatch.delenv("COURSE_CELL_TIMEOUT")
+    with (course_dir / "nbgrader_config.py").open("a") as config:
+        config.write("\nc.Execute.timeout = 77\n")
+    assert Course.open(course_dir, profile="cpu").cell_timeout == 77

@@ -34,6 +34,11 @@ def test_the_distribution_holds_the_release_a_wheel_and_a_readme(dist):
     assert not any(m.startswith("course_grader") for m in members), "the grader is another package"
     packages = {m.split("/")[0] for m in members if m.endswith(".py")}
     assert packages == {"course_utils"}, packages
+    # the wheel is the student package, subpackages (checks/) and its type marker included
+    source = ROOT / "src"
+    expected = {str(p.relative_to(source)) for p in (source / "course_utils").rglob("*") if p.suffix in (".py", ".typed")}
+    shipped = {m for m in members if not m.startswith("course_utils-")}
+    assert shipped == expected, {"missing": expected - shipped, "extra": shipped - expected}
 
 
 def test_no_solution_and_no_hidden_test_in_any_file_of_it(dist):

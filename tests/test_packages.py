@@ -25,9 +25,16 @@ MODULES = {_module_name(pkg, folder, p): p for pkg, folder in PACKAGES.items() f
 
 
 def imports_of(path: Path) -> list[tuple[str, bool]]:
-    """``(imported module, inside a function or class)`` for every absolute import of ``path``,
-    ``if TYPE_CHECKING:`` blocks left out (they never run)."""
+    """``(imported module, inside a function or class)`` for every import of ``path`` (one of
+    ``MODULES``; relative imports resolved), ``if TYPE_CHECKING:`` blocks left out (they never run)."""
     found: list[tuple[str, bool]] = []
+    module = next(name for name, where in MODULES.items() if where == path)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+
+    def absolute(node: ast.ImportFrom) -> str:
+        if node.level == 0:
+            return node.module or ""
+        return ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
 
     def visit(node: ast.AST, nested: bool) -> None:
         for child in ast.iter_child_nodes(node):
@@ -35,9 +42,9 @@ def imports_of(path: Path) -> list[tuple[str, bool]]:
                 continue
             if isinstance(child, ast.Import):
                 found.extend((alias.name, nested) for alias in child.names)
-            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
-                found.append((child.module, nested))
-                found.extend((f"{child.module}.{alias.name}", nested) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and (name := absolute(child)):
+                found.append((name, nested))
+                found.extend((f"{name}.{alias.name}", nested) for alias in child.names)
             visit(child, nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
 
     visit(ast.parse(path.read_text()), False)
@@ -101,9 +108,10 @@ def test_no_import_circles():
 
 
 def test_the_grader_depends_on_the_student_package_and_not_the_other_way():
-    grader_imports = {_top(name) for module, path in MODULES.items() if module.startswith("course_grader")
-                      for name, _ in imports_of(path)}
-    assert "course_utils" in grader_imports
+    imports = {package: {_top(name) for module, path in MODULES.items() if module.startswith(package)
+                         for name, _ in imports_of(path)} for package in PACKAGES}
+    assert "course_utils" in imports["course_grader"]
+    assert "course_grader" not in imports["course_utils"], "the other way round is a circle between the packages"
 
 
 def test_the_grader_adds_its_verbs_to_the_one_course_command():

@@ -158,3 +158,21 @@ def test_grading_runs_in_the_profile_it_is_given_whatever_the_shell_says(monkeyp
     assert cli.build_parser().parse_args(["grade", "00_welcome"]).profile is None
     assert cli.build_parser().parse_args(["grade", "--profile", "cpu"]).profile == "cpu"
     assert Course.open(ROOT).profile == "ci" and Course.open(ROOT, profile="cpu").profile == "cpu"
+    # and `course grade` opens its course in that profile (stopped right there: nothing is graded)
+    from types import SimpleNamespace
+
+    from course_grader import cli as grader_cli
+
+    class Opened(Exception):
+        pass
+
+    def open_course(*args, **kwargs):
+        raise Opened(Course.open(*args, **kwargs).profile)
+
+    monkeypatch.setenv("COURSE_ROOT", str(ROOT))
+    monkeypatch.setattr(grader_cli, "_sandbox_gate", lambda no_sandbox: None)
+    monkeypatch.setattr(grader_cli, "Course", SimpleNamespace(open=open_course))
+    for argv, profile in ((["grade", "00_welcome"], "ci"), (["grade", "00_welcome", "--profile", "gpu"], "gpu")):
+        with pytest.raises(Opened) as opened:
+            cli.main(argv)
+        assert opened.value.args == (profile,), argv
