@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -11,6 +12,8 @@ from course_grader.authoring.quoted import missing_quotes, output_text, quotes
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "benchmarks" / "results" / "outputs-cpu"
+# anything that looks like a quote marker, spelled right or not: each must be one that quotes() reads
+LOOSE_MARKER = re.compile(r"<!--\s*q\s*-->|<!--\s*quoted\b", re.I)
 
 
 def _notebook(markdown: str, printed: str) -> nbformat.NotebookNode:
@@ -21,8 +24,8 @@ def _notebook(markdown: str, printed: str) -> nbformat.NotebookNode:
 
 def test_marked_numbers_are_read_as_written():
     nb = _notebook("reaches 96.8%<!--q--> at 300 labels, 1,767<!--q--> s; a slope of −0.34<!--q-->, "
-                   "and 12 unmarked", "")
-    assert [q.number for q in quotes(nb)] == ["96.8", "1,767", "-0.34"]
+                   "| 21.3 %<!--q--> | and 12 unmarked", "")
+    assert [q.number for q in quotes(nb)] == ["96.8", "1,767", "-0.34", "21.3"]
     assert quotes(nb)[0].cell == 0 and quotes(nb)[0].context.endswith("reaches")
 
 
@@ -61,6 +64,10 @@ def test_quoted_numbers_are_in_the_recorded_cpu_run():
     for assignment in assignments(ROOT):
         source = nbformat.read(str(ROOT / "solutions" / assignment / f"{assignment}.ipynb"), as_version=4)
         marked = quotes(source)
+        markers = sum(len(LOOSE_MARKER.findall(cell.source)) for cell in source.cells if cell.cell_type == "markdown")
+        if markers != len(marked):  # an unread marker is a number nobody checks
+            problems.append(f"{assignment} has {markers} quote markers but only {len(marked)} are read "
+                            "(a misspelt marker, a space before it, a marked word?)")
         recorded = RECORDED / f"{assignment}.txt"
         if marked and not recorded.is_file():
             problems.append(f"{assignment} marks {len(marked)} quoted numbers but has no recorded cpu run "

@@ -32,8 +32,8 @@ __all__ = ["MARK", "Quote", "QuotedCheck", "quotes", "output_text", "missing_quo
 
 MARK = "<!--q-->"
 # the number written right before the mark (a sign, digits with thousands commas, decimals), or before
-# a percent sign and the mark; a unit goes after the mark: ``1,767<!--q--> s``
-_QUOTED = re.compile(r"([-+−]?\d[\d,]*(?:\.\d+)?)(?:%|\\%)?" + re.escape(MARK))
+# a percent sign (``96.8%`` or ``96.8 %``) and the mark; a unit goes after the mark: ``1,767<!--q--> s``
+_QUOTED = re.compile(r"([-+−]?\d[\d,]*(?:\.\d+)?)(?: ?(?:%|\\%))?" + re.escape(MARK))
 _QUOTED_LINE = re.compile(r'<!--\s*quoted\s+cpu\s+[^:>]*:\s*"(.+?)"\s*-->')
 
 
