@@ -18,7 +18,8 @@ import pytest
 from course_grader.sandbox import cgroup
 from course_grader.sandbox import bubblewrap as sandbox
 from course_grader.sandbox.cgroup import SandboxCgroup, cgroup_status
-from course_grader.sandbox.bubblewrap import SandboxLimitError, SandboxLimits
+from course_grader.sandbox.bubblewrap import SandboxLimits
+from course_grader.sandbox.execute import SandboxLimitError
 
 from test_sandbox import needs_bwrap, run
 
