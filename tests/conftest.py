@@ -177,13 +177,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     weights) are set up once per worker visit, not once per test.
 
     With nbval's cells collected, a solution notebook's cells and its mistakes case are one unit
-    (an xdist group; expected time: the mistakes case's), cells in order, the mistakes last."""
+    (an xdist group; expected time: the mistakes case's), cells in order, the mistakes last.
+    Tests marked ``xdist_group(name)`` (they share a module-scoped fixture that does the work of
+    them all: one class graded, one release generated) are one unit too, on one worker."""
     expected = expected_durations([item.nodeid.split("@")[0] for item in items], _known_durations(config))
     grouped = any(isinstance(item, NBVAL_CELLS) for item in items)
-    units: dict[int, str] = {}  # id(item) -> its module, or "notebook-NN" for a notebook's unit
+    units: dict[int, str] = {}  # id(item) -> its module, "notebook-NN" or "group-NAME" for a unit
     for item in items:
         name = _notebook_of(item) if grouped else None
-        units[id(item)] = f"notebook-{name}" if name else item.nodeid.split("::", 1)[0]
+        group = item.get_closest_marker("xdist_group")
+        if name:
+            units[id(item)] = f"notebook-{name}"
+        elif group is not None:
+            units[id(item)] = f"group-{group.args[0] if group.args else group.kwargs.get('name', 'default')}"
+        else:
+            units[id(item)] = item.nodeid.split("::", 1)[0]
 
     longest: dict[str, float] = {}
     first: dict[str, int] = {}
@@ -191,12 +199,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         unit, seconds = units[id(item)], expected[item.nodeid.split("@")[0]]
         longest[unit] = max(longest.get(unit, 0.0), seconds)
         first.setdefault(unit, index)
-        if not unit.startswith("notebook-"):
+        if not unit.startswith(("notebook-", "group-")):
             continue
         if isinstance(item, NBVAL_CELLS):
             _nbval_notebooks.add(unit.removeprefix("notebook-"))
         if getattr(config.option, "loadgroup", False) and "@" not in item.nodeid:
-            _set_nodeid(item, f"{item.nodeid}@{unit}")
+            _set_nodeid(item, f"{item.nodeid}@{unit}")  # xdist's own xdist_group: pytest 9 ignores it
 
     def key(item: pytest.Item) -> tuple[float, int, float]:
         unit = units[id(item)]
