@@ -1,5 +1,10 @@
-"""Real `nbgrader autograde` (sandboxed) on a generated class per assignment: the solutions
+"""Real `nbgrader autograde` (sandboxed) on a generated class: for every assignment, the solutions
 score full marks and the blank release scores zero.
+
+One class in one scratch course holds every assignment (one nbgrader process releases them all;
+each assignment is then autograded by its own nbgrader run, as `course grade` does); one test per
+assignment reads that assignment's verdicts. The tests are one xdist group, so one worker grades
+the class once.
 
 Where the rest of the demo class is proven:
 
@@ -19,21 +24,30 @@ from __future__ import annotations
 
 import pytest
 
-from course_grader.demo import grade_demo_class
+from course_grader.demo import DemoReport, grade_demo_class
 
 from conftest import ROOT, assignment_names
 
 pytestmark = pytest.mark.slow
 
 COVERED_BY_THE_MAIN_JOB_TEST = "00_welcome"
+GRADED = [a for a in assignment_names() if a != COVERED_BY_THE_MAIN_JOB_TEST]
 
 
-@pytest.mark.parametrize("assignment", [a for a in assignment_names() if a != COVERED_BY_THE_MAIN_JOB_TEST])
-def test_autograde_demo_class(assignment, tmp_path):
-    report = grade_demo_class(ROOT, tmp_path / "course", [assignment], with_mistakes=False, feedback=False,
-                              verbose=False)
-    assert not report.failed, f"nbgrader could not grade: {report.failed}"
-    wrong = [f"{v.student}: {v.expectation} ({v.detail})" for v in report.verdicts if not v.ok]
-    assert not wrong, "grading did not behave:\n" + "\n".join(wrong)
-    kinds = {v.expectation for v in report.verdicts}
-    assert kinds == {"solutions score full marks", "blank release scores zero"}
+@pytest.fixture(scope="module")
+def demo_class(tmp_path_factory) -> DemoReport:
+    """The solution and blank students of every assignment in ``GRADED``, graded in one scratch course."""
+    return grade_demo_class(ROOT, tmp_path_factory.mktemp("grading") / "course", GRADED, with_mistakes=False,
+                            feedback=False, verbose=True, one_release_process=True)
+
+
+@pytest.mark.xdist_group("grading")  # one worker grades the class all of them read
+@pytest.mark.parametrize("assignment", GRADED)
+def test_autograde_demo_class(assignment, demo_class):
+    failed = {key: why for key, why in demo_class.failed.items() if key[0] == assignment}
+    assert not failed, f"nbgrader could not grade {assignment}: {failed}"
+    verdicts = [v for v in demo_class.verdicts if v.assignment == assignment]
+    wrong = [f"{v.student}: {v.expectation} ({v.detail})" for v in verdicts if not v.ok]
+    assert not wrong, f"grading {assignment} did not behave:\n" + "\n".join(wrong)
+    kinds = {v.expectation for v in verdicts}
+    assert kinds == {"solutions score full marks", "blank release scores zero"}, (assignment, kinds)
