@@ -172,7 +172,7 @@ def _light(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def _build_class(course: Path, spellings: tuple[str, ...]) -> tuple[dict[str, tuple[str, ...]], list[Attack]]:
     """Write every submission; return ``student -> assignments submitted`` and the red team."""
     prepare_scratch_course(ROOT, course, list(ASSIGNMENTS))
-    generate_release(course, list(ASSIGNMENTS), verbose=False)
+    generate_release(course, list(ASSIGNMENTS), verbose=False, one_process=True)  # nbgrader starts once
     full_release = {a: read(course / "notebooks" / a / f"{a}.ipynb") for a in ASSIGNMENTS}
     release = {a: _light(nb) for a, nb in full_release.items()}
     solution = {a: solution_code(read(course / "solutions" / a / f"{a}.ipynb")) for a in ASSIGNMENTS}
