@@ -26,6 +26,7 @@ from course_grader.grading.dask_grading import SubmissionResult, grade_on_dask, 
 from course_grader.grading.scores import autograde, read_scores  # noqa: E402
 
 from conftest import ROOT, build_small_class  # noqa: E402
+from test_sandbox import needs_bwrap  # noqa: E402 - course grade refuses to grade without the sandbox
 
 A = "00_welcome"
 TEST = "test_count_parameters"
@@ -55,6 +56,7 @@ def grades(course: Path) -> dict[tuple[str, str], float]:
 
 
 @pytest.mark.slow
+@needs_bwrap
 def test_dask_grades_equal_serial_grades_and_a_dead_kernel_costs_one_student(tmp_path, client):
     solution = solution_code(read(ROOT / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
     serial = build_small_class(tmp_path / "serial", {"a-solution": solution, "b-blank": None, "c-crash": CRASH})
@@ -146,6 +148,7 @@ def test_an_interrupted_client_records_only_what_is_missing_when_run_again(tmp_p
 
 
 @pytest.mark.slow
+@needs_bwrap
 def test_a_task_past_its_wall_limit_is_reported_with_its_reason(tmp_path, client, monkeypatch, capsys):
     """Through `course grade A --scheduler ADDRESS --wall-limit 3`."""
     from course_grader import cli

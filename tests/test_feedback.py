@@ -16,6 +16,7 @@ from course_grader.grading.feedback import REDACTED, HideHiddenTests, hidden_lin
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT
+from test_sandbox import needs_bwrap  # course grade refuses to grade without the sandbox
 
 HIDDEN = "check(secret_case(-5) == -10, 'negative inputs')"
 TEST_SOURCE = f"check(f(1) == 2, 'one')\nprint('Visible tests passed.')\n### BEGIN HIDDEN TESTS\n{HIDDEN}\n### END HIDDEN TESTS\n"
@@ -129,6 +130,7 @@ def _outputs(nb: nbformat.NotebookNode) -> str:
 
 
 @pytest.mark.slow
+@needs_bwrap
 def test_students_who_print_the_hidden_tests_get_none_of_them_in_feedback(tmp_path):
     """Each leaker is flagged, so held without feedback; accepted, its feedback carries no hidden line
     (tests/test_attacks.py checks the autograded outputs too, and encoded leaks)."""

@@ -24,6 +24,7 @@ from course_grader.grading.scores import read_scores
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT
+from test_sandbox import needs_bwrap  # course grade refuses to grade without the sandbox
 
 pytestmark = pytest.mark.slow
 
@@ -124,6 +125,7 @@ def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str],
     return {s: g for s, g in grades.items() if EXPECTED[s][0] != "FAILED"}
 
 
+@needs_bwrap
 def test_serial_then_parallel_grading_of_a_class_with_bad_submissions(tmp_path):
     course = tmp_path / "course"
     _build_class(course)

@@ -22,6 +22,8 @@ from course_utils.layout import assignments
 from course_grader.grading.manual_view import render_view, view_path, written_questions
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
+from test_sandbox import needs_bwrap  # course grade refuses to grade without the sandbox
+
 ROOT = Path(__file__).resolve().parents[1]
 M = "05_masking"
 CPU_LINE = "PROFILE cpu | loss 0.4137 after 3000 steps (planted: the student run)"
@@ -119,6 +121,7 @@ def _executed_in_the_cpu_profile(nb: nbformat.NotebookNode, cwd: Path) -> nbform
 
 
 @pytest.mark.slow
+@needs_bwrap
 def test_grading_a_cpu_run_keeps_its_numbers_for_the_manual_grader(tmp_path):
     """A 05_masking submission executed in the cpu profile (as a student's laptop runs it), then
     graded (ci profile): the view holds the cpu run's outputs, never the re-run's, and no hidden line."""

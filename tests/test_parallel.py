@@ -13,6 +13,7 @@ from course_utils.cells import read, solution_code
 from course_grader.grading.scores import read_scores
 
 from conftest import ROOT, build_small_class
+from test_sandbox import needs_bwrap  # course grade refuses to grade without the sandbox
 
 A = "00_welcome"
 TEST = "test_count_parameters"
@@ -23,6 +24,7 @@ def solution_answer() -> str:
 
 
 @pytest.mark.slow
+@needs_bwrap
 def test_a_dead_kernel_stays_with_its_student_in_a_parallel_group(tmp_path):
     """One worker, one group: the crashing student fails alone, the others are graded."""
     from course_grader.grading.parallel import autograde_parallel
