@@ -38,7 +38,7 @@ GRADED = [a for a in assignment_names() if a != COVERED_BY_THE_MAIN_JOB_TEST]
 def demo_class(tmp_path_factory) -> DemoReport:
     """The solution and blank students of every assignment in ``GRADED``, graded in one scratch course."""
     return grade_demo_class(ROOT, tmp_path_factory.mktemp("grading") / "course", GRADED, with_mistakes=False,
-                            feedback=False, verbose=True, one_release_process=True)
+                            feedback=False, verbose=True)
 
 
 @pytest.mark.xdist_group("grading")  # one worker grades the class all of them read

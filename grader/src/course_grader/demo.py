@@ -222,12 +222,12 @@ def _grade_part(
     feedback: bool,
     report: DemoReport,
     progress: Callable[[str, float], None] | None,
-    one_release_process: bool = False,
 ) -> list[NotebookScore]:
     """Release, submit and autograde ``assignments`` in the scratch course ``course_dir``, through the
-    one grading pipeline (:func:`~course_grader.grading.pipeline.grade`), serially."""
+    one grading pipeline (:func:`~course_grader.grading.pipeline.grade`), serially. The scratch course
+    holds exactly these assignments, so one nbgrader process releases them all."""
     prepare_scratch_course(root, course_dir, assignments)
-    generate_release(course_dir, assignments, verbose=False, one_process=one_release_process)
+    generate_release(course_dir, assignments, verbose=False, one_process=True)
     for name in assignments:
         write_submissions(course_dir, name, class_lists[name])
     course = Course.open(course_dir)
@@ -258,7 +258,6 @@ def grade_demo_class(
     verbose: bool = True,
     workers: int = 1,
     sandbox: bool | None = None,
-    one_release_process: bool = False,
 ) -> DemoReport:
     """Build the demo class in ``course_dir``, autograde it and check the grades.
 
@@ -273,18 +272,13 @@ def grade_demo_class(
     ``sandbox`` (see :func:`sandbox_choice`): by default the class is graded in the sandbox
     where one works and unsandboxed elsewhere (it is the course's own code);
     ``report.unsandboxed`` says why it was.
-
-    ``one_release_process``: one nbgrader process releases all of a scratch course's
-    assignments (:func:`~course_grader.authoring.release.generate_release`'s ``one_process``),
-    not one process each.
     """
     if course_dir.exists():
         shutil.rmtree(course_dir)
     report = DemoReport(rows=[], unsandboxed=sandbox_choice(sandbox))
     with _sandbox_off(bool(report.unsandboxed)):
         _grade_class(root, course_dir, assignments, report, with_mistakes=with_mistakes, isolated=isolated,
-                     baseline=baseline, mistake_filter=mistake_filter, feedback=feedback, verbose=verbose, workers=workers,
-                     one_release_process=one_release_process)
+                     baseline=baseline, mistake_filter=mistake_filter, feedback=feedback, verbose=verbose, workers=workers)
     return report
 
 
@@ -301,7 +295,6 @@ def _grade_class(
     feedback: bool,
     verbose: bool,
     workers: int,
-    one_release_process: bool = False,
 ) -> None:
     class_lists = {}
     for name in assignments:
@@ -322,13 +315,13 @@ def _grade_class(
     workers = max(1, min(workers, len(assignments)))
     if workers == 1:
         report.rows = _grade_part(root, course_dir, assignments, class_lists, feedback=feedback, report=report,
-                                  progress=progress, one_release_process=one_release_process)
+                                  progress=progress)
     else:
         shares = [list(assignments[k::workers]) for k in range(workers)]
         parts = [course_dir / "parts" / str(k) for k in range(workers)]
         with ThreadPoolExecutor(workers) as pool:
             futures = [pool.submit(_grade_part, root, part, share, class_lists, feedback=feedback, report=report,
-                                   progress=progress, one_release_process=one_release_process)
+                                   progress=progress)
                        for part, share in zip(parts, shares)]
             report.rows = sorted((row for future in futures for row in future.result()),
                                  key=lambda r: (r.assignment, r.student, r.notebook))
