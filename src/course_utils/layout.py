@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence
 
-__all__ = ["KERNEL_NAME", "KERNEL_DISPLAY_NAME", "find_root", "assignments", "notebook_paths"]
+__all__ = ["KERNEL_NAME", "KERNEL_DISPLAY_NAME", "UnknownAssignment", "find_root", "assignments", "select_assignments",
+           "notebook_paths"]
 
 KERNEL_NAME = "attention-course"
 KERNEL_DISPLAY_NAME = "Python 3 (attention-course)"
@@ -30,6 +32,19 @@ def assignments(root: Path, source: str = "solutions") -> list[str]:
     """Assignment names in order: the sub-folders of ``source`` that hold a notebook."""
     folder = root / source
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
+
+
+class UnknownAssignment(LookupError):
+    """An assignment name that ``solutions/`` does not hold."""
+
+
+def select_assignments(root: Path, requested: Sequence[str] = ()) -> list[str]:
+    """``requested`` (every assignment of ``solutions/`` when empty), each checked to exist."""
+    known = assignments(root)
+    unknown = [name for name in requested if name not in known]
+    if unknown:
+        raise UnknownAssignment(f"no assignment {', '.join(unknown)} in {root / 'solutions'}; known: {', '.join(known)}")
+    return list(requested) or known
 
 
 def notebook_paths(root: Path, assignment: str, source: str = "solutions") -> list[Path]:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from course_grader.course import Course
-from course_utils.layout import assignments, find_root
+from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
 __all__ = ["HELP", "main", "register"]
 
@@ -39,20 +39,12 @@ for authors:
 # the commands that use them (tests/test_startup.py).
 
 
-def _names(course: Course | Path, requested: list[str]) -> list[str]:
+def _names(root: Path, requested: list[str]) -> list[str]:
     """The assignments asked for (all when none), or exit with the known ones."""
-    known = assignments(course.root if isinstance(course, Course) else course)
-    unknown = [name for name in requested if name not in known]
-    if unknown:
-        root = course.root if isinstance(course, Course) else course
-        raise SystemExit(f"course: no assignment {', '.join(unknown)} in {root / 'solutions'}; known: {', '.join(known)}")
-    return requested or known
-
-
-def _shown_url(db_url: str) -> str:
-    from course_grader.grading.gradebook import safe_url
-
-    return safe_url(db_url)
+    try:
+        return select_assignments(root, requested)
+    except UnknownAssignment as error:
+        raise SystemExit(f"course: {error}") from None
 
 
 def _profile(requested: str | None) -> str:
@@ -161,10 +153,12 @@ def _not_released(course: Course, names: list[str]) -> list[str]:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
+    from course_grader.grading.gradebook import safe_url
     from course_grader.grading.pipeline import grade
     from course_grader.grading.parallel import default_workers
     from course_grader.grading.scores import scores_table
 
+    started = time.perf_counter()
     problem = _sandbox_gate(args.no_sandbox)
     if problem:
         print(f"course grade: refusing to grade without a sandbox: {problem}\n"
@@ -173,14 +167,14 @@ def cmd_grade(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     course = Course.open(profile=args.profile)
-    names = _names(course, args.assignments)
+    names = _names(course.root, args.assignments)
     not_released = _not_released(course, names)
     if not_released:
         for message in not_released:
             print(f"course grade: {message}", file=sys.stderr)
         return 1
     print(f"grading in the {course.profile!r} profile (cell limit {course.cell_timeout or 'none'} s; "
-          f"gradebook {_shown_url(course.db_url)})", flush=True)
+          f"gradebook {safe_url(course.db_url)})", flush=True)
     report = grade(course, names, args.student, workers=args.workers or default_workers(), scheduler=args.scheduler,
                    wall_limit=args.wall_limit or None, sandbox=not args.no_sandbox)
     print(scores_table(report.rows, report.failed, report.flags))  # a failed submission's line carries its reason and error
@@ -189,7 +183,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         for (name, student), found in sorted(report.flags.items()):
             print(f"  FLAGGED {student} / {name}:")
             print("\n".join(f"    {flag}" for flag in found))
-    print(f"graded in {report.seconds:.0f} s")
+    print(f"graded in {time.perf_counter() - started:.0f} s")
     return 0
 
 
@@ -199,7 +193,7 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
     course = Course.open()
     root = course.root
-    names = _names(course, args.assignments)
+    names = _names(root, args.assignments)
     not_released = _not_released(course, names)
     if not_released:
         for message in not_released:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from course_utils.layout import assignments as list_assignments, find_root
+from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
 __all__ = ["Course", "GRADING_PROFILE", "UnknownAssignment"]
 
@@ -23,10 +23,6 @@ GRADING_PROFILE = "ci"
 
 
 _ENVIRONMENT_LOCK = threading.Lock()  # the demo class opens its scratch courses from several threads
-
-
-class UnknownAssignment(LookupError):
-    """An assignment name that ``solutions/`` does not hold."""
 
 
 @dataclass(frozen=True)
@@ -91,9 +87,5 @@ class Course:
         return self.root / "build"
 
     def assignments(self, requested: Sequence[str] = ()) -> list[str]:
-        """``requested`` (all of ``solutions/`` when empty), each checked to exist."""
-        known = list_assignments(self.root)
-        unknown = [name for name in requested if name not in known]
-        if unknown:
-            raise UnknownAssignment(f"no assignment {', '.join(unknown)} in {self.solutions}; known: {', '.join(known)}")
-        return list(requested) or known
+        """``requested`` (all of ``solutions/`` when empty), each checked to exist (:class:`UnknownAssignment`)."""
+        return select_assignments(self.root, requested)

@@ -10,37 +10,51 @@ through :func:`grade`. For each assignment it:
    :mod:`~course_grader.grading.dask_grading`, every assignment's tasks at once);
 3. writes the written answers beside each student's own run (:mod:`~course_grader.grading.manual_view`);
 
-then reads the scores back from the gradebook and the flags from the scan and the checker's evidence.
-It prints progress through ``say`` and never prints a table: the caller does (:mod:`course_grader.cli`).
+the report reads the scores back from the gradebook, and the flags from the scan and the checker's
+evidence, when asked. It prints progress through ``say`` and never prints a table: the caller does
+(:mod:`course_grader.cli`).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Sequence
 
 from course_grader.course import Course
-from course_grader.grading.scores import NotebookScore, StudentResult
+from course_grader.grading.scores import NotebookScore, StudentResult, read_scores, submission_flags
 
 __all__ = ["GradeReport", "grade"]
 
 
 @dataclass
 class GradeReport:
-    """What one :func:`grade` call did: every student's result, the scores it left in the
-    gradebook for them, the submissions it could not grade (``failed``: the reason) and the flags."""
+    """What one :func:`grade` call did: every student's result, the submissions it could not grade
+    (``failed``: the reason), and, read when first asked for (the demo class never asks), the scores
+    it left in the gradebook for them (``rows``) and the flags."""
 
     course: Course
+    assignments: Sequence[str]
+    students: Sequence[str] | None = None
     results: list[StudentResult] = field(default_factory=list)
-    rows: list[NotebookScore] = field(default_factory=list)
-    flags: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
-    seconds: float = 0.0
 
     @property
     def failed(self) -> dict[tuple[str, str], str]:
         """``(assignment, student) -> reason`` for the submissions nbgrader could not grade."""
         return {(r.assignment, r.student): r.reason for r in self.results if r.status in ("failed", "malformed")}
+
+    @cached_property
+    def rows(self) -> list[NotebookScore]:
+        """The gradebook's scores of the graded submissions (the failed ones left out)."""
+        failed, names = self.failed, set(self.assignments)
+        return [r for r in read_scores(self.course.root, self.course.db_url)
+                if r.assignment in names and (r.assignment, r.student) not in failed
+                and (not self.students or r.student in self.students)]
+
+    @cached_property
+    def flags(self) -> dict[tuple[str, str], list[Any]]:
+        """``(assignment, student) -> flags`` from the scan and the checker's evidence."""
+        return submission_flags(self.course.root, sorted({(r.assignment, r.student) for r in self.results}))
 
 
 def grade(
@@ -65,12 +79,11 @@ def grade(
     """
     from course_grader.grading.manual_view import write_views
     from course_grader.grading.parallel import autograde_parallel
-    from course_grader.grading.scores import autograde, read_scores, submission_flags
+    from course_grader.grading.scores import autograde
     from course_grader.grading.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
-    started = time.perf_counter()
-    report = GradeReport(course)
     only = list(students) if students else None
+    report = GradeReport(course, list(assignments), only)
     on_dask: dict[str, list[str]] = {}  # every assignment's tasks go to the cluster at once
     for name in assignments:
         problems = inspect_submissions(course.root, name, only)
@@ -107,10 +120,4 @@ def grade(
         for run in grade_on_dask(course.root, on_dask, scheduler, profile=course.profile, wall_limit=wall_limit,
                                  sandbox=sandbox, db_url=course.db_url):
             report.results += run.results
-    failed = report.failed
-    names = set(assignments)
-    report.rows = [r for r in read_scores(course.root, course.db_url)
-                   if r.assignment in names and (r.assignment, r.student) not in failed and (not only or r.student in only)]
-    report.flags = submission_flags(course.root, sorted({(r.assignment, r.student) for r in report.results}))
-    report.seconds = time.perf_counter() - started
     return report
