@@ -116,7 +116,7 @@ def test_main_job_on_notebook_00(tmp_path):
 
 def test_execution_cell_limit_follows_the_profile():
     """Executing (not grading) at full size never times out: a slower machine only takes longer."""
-    from course_utils.execute import execution_timeout
+    from course_utils.limits import execution_timeout
 
     assert execution_timeout("ci") and execution_timeout("ci") >= 300
     assert execution_timeout("cpu") is None and execution_timeout("gpu") is None

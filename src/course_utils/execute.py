@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course_utils.layout import KERNEL_NAME
-from course_utils.limits import EXECUTION_TIMEOUTS, execution_timeout
+from course_utils.limits import execution_timeout
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-__all__ = ["EXECUTION_TIMEOUTS", "ExecutionResult", "execution_timeout", "execute_notebook"]  # the limits: course_utils.limits
+__all__ = ["ExecutionResult", "execute_notebook"]
 
 
 
@@ -52,7 +52,7 @@ def execute_notebook(
 
     ``profile`` sets ``COURSE_PROFILE`` for the kernel (``None`` keeps the caller's).
     ``timeout`` is the limit per cell in seconds: ``None`` takes the profile's
-    (:data:`EXECUTION_TIMEOUTS`), ``0`` means none. ``kernel_log`` receives the kernel's
+    (:func:`course_utils.limits.execution_timeout`), ``0`` means none. ``kernel_log`` receives the kernel's
     stderr (default: this process's stderr).
     """
     import nbformat

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from course_utils.execute import ExecutionResult, execute_notebook, execution_timeout
+from course_utils.execute import ExecutionResult, execute_notebook
+from course_utils.limits import execution_timeout
 from course_utils.layout import assignments as list_assignments, notebook_paths
 
 __all__ = ["execute_solutions"]
