@@ -43,7 +43,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
+    "course_grader.grading.verdict.SaveVerdicts",  # a test cell scores the checker's verdict alone
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

@@ -18,6 +18,6 @@ class ReferenceWithheld(RuntimeError):
     def __init__(self, name: str, assignment: str = "") -> None:
         where = f" while {assignment} is graded" if assignment else " while this notebook is graded"
         super().__init__(
-            f"course_utils' {name} is not available{where}: it answers one of this notebook's exercises. "
+            f"{name} is not available{where}: it answers one of this notebook's exercises. "
             "Finish that exercise (your own function is used then); the rest of the notebook is graded as usual.")
         self.name = name

@@ -14,6 +14,7 @@ submissions never are, unless the instructor asks (``course grade --no-sandbox``
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 import threading
@@ -21,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import nbformat
 
@@ -106,7 +107,7 @@ def write_submissions(course_dir: Path, assignment: str, students: Sequence[Demo
         answers = solution_code(read(source_path))
         for student in students:
             if student.kind == "blank":
-                submission = release
+                submission = forging_blank(release)
             else:
                 student_answers = dict(answers)
                 for mistake in student.mistakes:
@@ -119,6 +120,41 @@ def write_submissions(course_dir: Path, assignment: str, students: Sequence[Demo
         for mistake in student.mistakes:
             if mistake.cell not in known:
                 raise KeyError(f"{assignment}: mistake {mistake.name!r} names cell {mistake.cell!r}, which is not an answer cell")
+
+
+# The blank student also tries to write its own grade, the three ways a kernel can put an
+# ``execute_result`` into a test cell (nbgrader would read the first one as the cell's score):
+# each stub calls ``sys.displayhook`` and sends one on iopub before it raises, and a thread started
+# by the first answer cell publishes one every 50 ms into whatever cell runs. It must still score 0:
+# a test cell's points are the checker's verdict alone (course_grader.grading.verdict).
+_FORGE_STUB = ("import sys; sys.displayhook('full marks'); _k = get_ipython().kernel; "
+               "_k.session.send(_k.iopub_socket, 'execute_result', {'data': {'text/plain': '1000'}, 'metadata': {}, "
+               "'execution_count': 1}, parent=_k.get_parent()); raise NotImplementedError()")
+_FORGE_THREAD = (
+    "import threading as _threading, time as _time\n"
+    "def _forge_forever():\n"
+    "    while True:\n"
+    "        _time.sleep(0.05)\n"
+    "        try:\n"
+    "            get_ipython().displayhook('full marks')\n"
+    "        except Exception:\n"
+    "            pass\n"
+    "_threading.Thread(target=_forge_forever, daemon=True).start()\n")
+
+
+def forging_blank(release: Any) -> Any:
+    """The release as a blank student hands it in, each stub trying to forge its cell's score."""
+    blank = copy.deepcopy(release)
+    first = True
+    for cell in blank.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type != "code" or not meta.get("solution"):
+            continue
+        cell.source = "\n".join(line.replace("raise NotImplementedError()", _FORGE_STUB) for line in cell.source.split("\n"))
+        if first:
+            cell.source = _FORGE_THREAD + cell.source
+            first = False
+    return blank
 
 
 def _expectation(student: DemoStudent) -> str:

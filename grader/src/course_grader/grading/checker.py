@@ -64,12 +64,29 @@ class CheckerError(RuntimeError):
     """The kernel did not answer the checker as the protocol says (a crash, a time-out, garbage)."""
 
 
+class CheckerTimeout(CheckerError):
+    """The test cell's deadline passed while the kernel was computing (the kernel is then stopped)."""
+
+
 class RemoteError(Exception):
     """An exception raised in the kernel whose type has no counterpart here."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(f"{kind}: {message}" if message else kind)
         self.kind = kind
+
+
+# What the student reads when their code raised during a test: the kernel's own message (its
+# text is the kernel's to choose) never reaches a verdict, only the builtin type of the error.
+KERNEL_RAISED = "your code raised {kind} while the tests ran it (the tests' inputs are not shown)"
+
+
+def _kernel_kind(error: BaseException) -> str:
+    """The builtin exception type an error from the kernel is shown as."""
+    for cls in type(error).__mro__:
+        if cls.__module__ == "builtins" and issubclass(cls, Exception):
+            return cls.__name__
+    return "Exception"
 
 
 @dataclass
@@ -80,6 +97,7 @@ class CheckResult:
     ename: str = ""
     evalue: str = ""
     evidence: list[str] = field(default_factory=list)
+    timed_out: bool = False  # the deadline passed: the kernel is stopped (it may never answer again)
 
 
 def checker_enabled(assignment: str | None = None) -> bool:
@@ -176,7 +194,7 @@ class KernelLink:
                 return None
             if remaining <= 0:
                 self._interrupt()
-                raise CheckerError("the tests timed out waiting for the notebook's code")
+                raise CheckerTimeout("the tests timed out waiting for the notebook's code")
             try:
                 msg = self.client.get_stdin_msg(timeout=min(remaining, 0.5))
             except queue.Empty:
@@ -406,7 +424,7 @@ class _Bridge(torch.autograd.Function):
 class Checker:
     """Questions to one kernel, for one test cell."""
 
-    def __init__(self, link: KernelLink) -> None:
+    def __init__(self, link: KernelLink, withheld: Sequence[str] = ()) -> None:
         self.link = link
         self.proxies: dict[int, RemoteObject] = {}
         self.callbacks: dict[int, Callable[..., Any]] = {}
@@ -421,6 +439,7 @@ class Checker:
         self.versions: dict[int, int] = {}
         self.sent_ids: dict[int, int] = {}
         self.evidence: list[str] = []
+        self.withheld: tuple[str, ...] = tuple(withheld)
         first = self.link.exchange({"op": "lookup", "names": []})
         self._sync_rng(first)
         self.kernel_dtype = None
@@ -430,9 +449,10 @@ class Checker:
         if isinstance(obj, RemoteObject):
             return {"$handle": object.__getattribute__(obj, "_tag")["$handle"]}
         ref = _library_ref(obj)
-        if ref:
+        if ref and not self._withheld(ref):
             return {"$ref": ref}
-        if _library_ref(type(obj)):  # the tests' own model or vocabulary, of a library class: sent by value
+        type_ref = _library_ref(type(obj))
+        if type_ref and not self._withheld(type_ref) and not (ref and self._withheld(ref)):  # the tests' own model or vocabulary, of a library class: sent by value
             # (pickled one way only: the kernel never sends a pickle back)
             buffer = io.BytesIO()
             try:
@@ -443,34 +463,18 @@ class Checker:
                 number = self.sent_ids.setdefault(id(obj), len(self.sent_ids) + 1)
                 self.sent[number] = obj  # the kernel's copy comes back as this very object
                 return {"$object": base64.b64encode(buffer.getvalue()).decode("ascii"), "n": number}
-        lent = self._lambda_by_source(obj)
-        if lent is not None:
-            return lent
-        # anything else of the tests (a reference function, a helper class of a test cell): the kernel
-        # gets a stand-in that asks us (call, attributes, items, length, iteration)
+        # anything else of the tests (a reference function, a helper class of a test cell, a lambda,
+        # a reference the graded notebook's sandbox withholds): the kernel gets a stand-in that asks
+        # us (call, attributes, items, length, iteration); its code never leaves this process
         number = len(self.callbacks) + 1
         self.callbacks[number] = obj
         return {"$callback": number}
 
-    def _lambda_by_source(self, obj: Any) -> dict | None:
-        """A lambda of the test cell goes as its own source and the values it reads: the student's
-        code may transform it (torch.func.jacrev), which a call back to the checker cannot follow.
-        It is an input like any other: the student's code could read it in one process too."""
-        import types
-
-        if not (isinstance(obj, types.FunctionType) and obj.__name__ == "<lambda>" and obj.__closure__ is None
-                and obj.__code__.co_filename == "<test cell>" and self.tree is not None):
-            return None
-        nodes = [n for n in ast.walk(self.tree) if isinstance(n, ast.Lambda) and n.lineno == obj.__code__.co_firstlineno]
-        if len(nodes) != 1:
-            return None
-        text = ast.get_source_segment(self.source, nodes[0])
-        names = {n.id for n in ast.walk(nodes[0]) if isinstance(n, ast.Name)} - {a.arg for a in nodes[0].args.args}
-        values = {name: obj.__globals__[name] for name in sorted(names) if name in obj.__globals__}
-        if text is None or any(callable(v) and not (_library_ref(v) or isinstance(v, RemoteObject))
-                               for v in values.values()):
-            return None
-        return {"$lambda": text, "globals": self.enc(values)}
+    def _withheld(self, ref: str) -> bool:
+        """Whether ``module:qualname`` is (inside) a reference the kernel's sandbox withholds."""
+        dotted = ref.replace(":", ".").rstrip(".")
+        return any(dotted == path or dotted.startswith(path + ".") or path.startswith(dotted + ".")
+                   for path in self.withheld)
 
     def resolve(self, tag: dict) -> Any:
         if "$sent_tensor" in tag:
@@ -777,19 +781,22 @@ def _mirror(info: Any) -> BaseException:
     if not isinstance(info, dict):
         return CheckerError("the kernel sent a malformed error")
     kind, message = str(info.get("type", "Exception"))[:100], str(info.get("message", ""))[:2000]
-    if kind == "CheckFailed":
-        return checks.CheckFailed(message)
+    # (a CheckFailed of the kernel is not one of ours: only the checker's own checks fail a test
+    # with a check message; the kernel's is an error of the student's code like any other)
+    error: BaseException = RemoteError(kind, message)
     if kind in _MIRRORED:
         try:
-            return _MIRRORED[kind](message)
+            error = _MIRRORED[kind](message)
         except Exception:  # noqa: BLE001 - exceptions with unusual constructors
             pass
-    mro = [str(m) for m in info.get("mro", [])] if isinstance(info.get("mro"), list) else []
-    for base in mro[1:]:  # a student's subclass of ValueError is still a ValueError here
-        if base in _MIRRORED and base not in ("Exception", "BaseException"):
-            error = _MIRRORED[base](f"{kind}: {message}")
-            return error
-    return RemoteError(kind, message)
+    else:
+        mro = [str(m) for m in info.get("mro", [])] if isinstance(info.get("mro"), list) else []
+        for base in mro[1:]:  # a student's subclass of ValueError is still a ValueError here
+            if base in _MIRRORED and base not in ("Exception", "BaseException"):
+                error = _MIRRORED[base](f"{kind}: {message}")
+                break
+    error.__course_from_kernel__ = True  # type: ignore[attr-defined]
+    return error
 
 
 # --------------------------------------------------------------------------- one cell
@@ -820,8 +827,10 @@ def _names_used(tree: ast.AST) -> list[str]:
     return sorted(names - set(dir(builtins)))
 
 
-def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0) -> CheckResult:
-    """Run a test cell's whole code (visible and hidden tests) here, against the kernel."""
+def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0,
+               withheld: Sequence[str] = ()) -> CheckResult:
+    """Run a test cell's whole code (visible and hidden tests) here, against the kernel.
+    ``withheld``: the references the kernel's sandbox withholds (lent to it by callback)."""
     deadline = time.monotonic() + timeout
     try:
         tree = ast.parse(source)
@@ -839,7 +848,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
     checker: Checker | None = None
     try:
         link = KernelLink(connection_info, deadline)
-        checker = Checker(link)
+        checker = Checker(link, withheld)
         checker.tree, checker.source = tree, source
         wanted = [name for name in _names_used(tree) if name not in trusted]
         if wanted:
@@ -850,11 +859,18 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         exec(compile(tree, "<test cell>", "exec"), namespace)  # noqa: S102 - the course's own tests
         return CheckResult(True, evidence=list(checker.evidence))
     except CheckerError as error:
-        return CheckResult(False, "GradingError", str(error), list(checker.evidence) if checker else [])
-    except RemoteError as error:
-        return CheckResult(False, error.kind, str(error).partition(": ")[2], list(checker.evidence) if checker else [])
+        return CheckResult(False, "GradingError", str(error), list(checker.evidence) if checker else [],
+                           timed_out=isinstance(error, CheckerTimeout))
     except Exception as error:  # noqa: BLE001 - a failed test, whatever raised it
-        return CheckResult(False, type(error).__name__, str(error), list(checker.evidence) if checker else [])
+        evidence = list(checker.evidence) if checker else []
+        if getattr(error, "__course_from_kernel__", False) or isinstance(error, RemoteError):
+            kind = _kernel_kind(error)
+            return CheckResult(False, kind, KERNEL_RAISED.format(kind=kind), evidence)
+        if isinstance(error, checks.CheckFailed):
+            return CheckResult(False, "CheckFailed", str(error), evidence)
+        # an error of the tests' own code (a comparison with a value of the wrong kind, ...): its type only
+        return CheckResult(False, type(error).__name__,
+                           f"the tests could not use what your code returned ({type(error).__name__})", evidence)
     finally:
         checks._REMOTE_MODES.clear()
         torch.set_default_dtype(saved_dtype)
@@ -882,9 +898,10 @@ class CheckerProcess:
         self.process = subprocess.Popen([sys.executable, "-m", "course_grader.grading.checker"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, bufsize=1)
 
-    def check(self, connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0) -> CheckResult:
+    def check(self, connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0,
+              withheld: Sequence[str] = ()) -> CheckResult:
         info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection_info.items()}
-        request = {"info": info, "source": source, "prelude": prelude, "timeout": timeout}
+        request = {"info": info, "source": source, "prelude": prelude, "timeout": timeout, "withheld": list(withheld)}
         try:
             assert self.process.stdin is not None and self.process.stdout is not None
             self.process.stdin.write(json.dumps(request) + "\n")
@@ -892,7 +909,7 @@ class CheckerProcess:
             line = self.process.stdout.readline()
             reply = json.loads(line)
             return CheckResult(bool(reply["ok"]), str(reply.get("ename", "")), str(reply.get("evalue", "")),
-                               [str(e) for e in reply.get("evidence", [])])
+                               [str(e) for e in reply.get("evidence", [])], bool(reply.get("timed_out")))
         except (OSError, ValueError, KeyError, AssertionError) as error:
             return CheckResult(False, "GradingError", f"the checker process failed ({type(error).__name__}); "
                                "the instructor should re-grade this notebook")
@@ -916,9 +933,9 @@ def _serve_requests() -> None:
         request = json.loads(line)
         with contextlib.redirect_stdout(io.StringIO()):  # what the tests print is not the protocol
             result = check_cell(request["info"], request["source"], request.get("prelude", ""),
-                                float(request.get("timeout", 120)))
+                                float(request.get("timeout", 120)), request.get("withheld", []))
         protocol.write(json.dumps({"ok": result.ok, "ename": result.ename, "evalue": result.evalue,
-                                   "evidence": result.evidence}) + "\n")
+                                   "evidence": result.evidence, "timed_out": result.timed_out}) + "\n")
         protocol.flush()
 
 

@@ -10,7 +10,7 @@ real course through nbgrader's Gradebook API, opened once per batch, doing per s
 - the folder replaces ``autograded/<student>/<assignment>/``, with nbgrader's file permissions
   (read-only): ``generate_feedback`` and the formgrader read it there;
 - each grade cell gets its ``auto_score`` and ``needs_manual_grade``, each solution and task
-  cell its ``auto_comment``, as ``SaveAutoGrades`` sets them; a notebook of the assignment that
+  cell its ``auto_comment``, as ``SaveVerdicts`` (:mod:`course_grader.grading.verdict`) sets them; a notebook of the assignment that
   is not in the folder scores 0, and the late penalty is ``AssignLatePenalties``'s.
 
 Each submission is committed on its own: one that cannot be recorded costs only that student.
@@ -123,10 +123,12 @@ def _save_autograde(gradebook: Any, cell: Any, notebook: str, assignment: str, s
     """What ``nbgrader.preprocessors.SaveAutoGrades`` writes for one cell (without its commit)."""
     from nbgrader import utils
 
+    from course_grader.grading.verdict import verdict_score
+
     grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
     if utils.is_grade(cell):
         grade = gradebook.find_grade(grade_id, notebook, assignment, student)
-        grade.auto_score, _ = utils.determine_grade(cell)
+        grade.auto_score = verdict_score(cell)  # a test cell: the checker's verdict alone
         grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
     if utils.is_solution(cell) or utils.is_task(cell):
         comment = gradebook.find_comment(grade_id, notebook, assignment, student)

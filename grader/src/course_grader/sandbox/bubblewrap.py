@@ -80,8 +80,7 @@ ENV_ALLOW = (
     "MPLBACKEND", "PYTHONWARNINGS", "PYTHONHASHSEED",
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG",
-    "NBGRADER_EXECUTION",
-)
+)  # not NBGRADER_EXECUTION: whether it is being graded is none of the kernel's business
 
 # the few files of /etc a Python kernel needs (shared-library cache, fonts, time zone)
 ETC_READ = (
@@ -206,6 +205,7 @@ def bwrap_command(
     host_files: dict[str, str] | None = None,
     host_dirs: Sequence[str] = (),
     scratch_dirs: Sequence[str] = (),
+    overlays: dict[str, str] | None = None,
 ) -> list[str]:
     """The full command line that runs ``command`` in the sandbox.
 
@@ -215,7 +215,9 @@ def bwrap_command(
     host's disk. Into it: ``scratch_dirs`` (created writable), ``host_dirs`` (host folders
     bound read-write at the same path: the IPC sockets) and ``host_files`` (sandbox path ->
     host file, read-only: the connection file, the notebook's copy). ``etc_files`` maps
-    sandbox paths to host files bound read-only (``/etc/passwd``).
+    sandbox paths to host files bound read-only (``/etc/passwd``). ``overlays`` maps sandbox
+    paths to host folders bound read-only over what ``read_only`` put there (the graded
+    notebook's ``course_utils``, its answers withheld: :mod:`course_grader.sandbox.withheld`).
     """
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
@@ -251,6 +253,8 @@ def bwrap_command(
         args += ["--ro-bind", source, target]
     for path, how in binds:
         args += [how, path, path]
+    for target, source in (overlays or {}).items():
+        args += ["--ro-bind", source, target]
     args += ["--perms", "0755", "--size", str(limits.tmp_size), "--tmpfs", private_dir]
     for path in scratch_dirs:  # the tmpfs is root's: sticky, world-writable, as /tmp
         for parent in [*_parents(path), path]:
@@ -375,6 +379,8 @@ class SandboxKernelManager(AsyncKernelManager):
     def __init__(self, **kwargs: Any) -> None:
         self.limits: SandboxLimits = kwargs.pop("limits", None) or SandboxLimits.from_env()
         self.work_files: dict[str, bytes] = kwargs.pop("work_files", {})
+        # sandbox path -> host folder bound read-only over it (the graded notebook's course_utils)
+        self.overlays: dict[str, str] = kwargs.pop("overlays", {})
         super().__init__(**kwargs)
         problem = sandbox_problem()
         if problem:
@@ -466,6 +472,7 @@ class SandboxKernelManager(AsyncKernelManager):
             host_files=layout["host_files"],
             host_dirs=layout["host_dirs"],
             scratch_dirs=layout["scratch_dirs"],
+            overlays=self.overlays,
         )
         self._cgroup = _cgroup.SandboxCgroup.create(self.limits)  # None: per-process limits only
         if self._cgroup is not None:

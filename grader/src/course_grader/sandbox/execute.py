@@ -30,6 +30,7 @@ from course_grader.sandbox.bubblewrap import (
     sandbox_enabled,
     sandbox_problem,
 )
+from course_grader.sandbox.withheld import withheld_package, withheld_paths
 
 __all__ = ["SandboxLimitError", "SandboxedExecute"]
 
@@ -68,8 +69,9 @@ class SandboxedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):  # type: ignore[override]
         self._sandbox_resources = resources or {}
-        if hasattr(self, "_prelude"):
-            del self._prelude
+        for stale in ("_prelude", "_withheld_paths", "_kernel_stopped"):
+            if hasattr(self, stale):
+                delattr(self, stale)
         try:
             return self._preprocess(nb, resources, km)
         finally:
@@ -113,13 +115,26 @@ class SandboxedExecute(Execute):
     start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
     async def async_execute_cell(self, cell, cell_index, execution_count=None, store_history=True):  # type: ignore[override]
-        """A test cell: the kernel runs its visible part; the checker runs all of it and decides."""
+        """A test cell: the kernel runs its visible part; the checker runs all of it and decides.
+
+        The cell's points are the verdict recorded here (:mod:`course_grader.grading.verdict`);
+        what the kernel printed stays for the student to read, but no ``execute_result`` or
+        ``display_data`` of the kernel is kept in a test cell. Once the kernel has been stopped
+        (it ignored an interrupt, or a test's deadline passed) no cell runs: each fails at once.
+        """
         self._executing = cell_index
         meta = cell.get("metadata", {}).get("nbgrader", {})
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
-        if not (cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")) or not checker_enabled(assignment):
+        test_cell = cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+        stopped = getattr(self, "_kernel_stopped", None)
+        if stopped and cell.cell_type == "code":
+            cell.outputs = [_error_output("KernelStopped", stopped)]
+            if test_cell:
+                record_check(cell, _failed("KernelStopped", stopped), show=False)
+            return cell
+        if not test_cell or not checker_enabled(assignment):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        from course_grader.grading.checker import split_hidden
+        from course_grader.grading.checker import CheckResult, split_hidden
 
         full = cell.source
         cell.source = split_hidden(full)
@@ -127,16 +142,80 @@ class SandboxedExecute(Execute):
             await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         finally:
             cell.source = full
-        if any(output.get("output_type") == "error" for output in cell.get("outputs", [])):
-            return cell  # the visible tests already failed in the kernel: no points either way
+        # the kernel's outputs are the student's own: never a score (nbgrader would read one)
+        cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") in ("stream", "error")]
+        # a visible test that uses the course's reference of this notebook's exercise cannot run in
+        # the kernel (withheld there): the checker, which has it, decides that cell
+        withheld = [o for o in cell.outputs if o.get("output_type") == "error" and o.get("ename") == "ReferenceWithheld"]
+        errors = [o for o in cell.outputs if o.get("output_type") == "error" and o not in withheld]
+        if errors or getattr(self, "_kernel_stopped", None):
+            # the visible tests failed in the kernel (or it was stopped): no points either way
+            error = errors[0] if errors else _error_output("KernelStopped", self._kernel_stopped)
+            record_check(cell, CheckResult(False, str(error.get("ename", "")), str(error.get("evalue", ""))),
+                         show=not errors)
+            return cell
         if getattr(self, "_checker", None) is None:
             from course_grader.grading.checker import CheckerProcess
 
             self._checker = CheckerProcess()
         result = await asyncio.to_thread(self._checker.check, self.km.get_connection_info(), full,
-                                         self._checker_prelude(), float(self.timeout or 120))
+                                         self._checker_prelude(), float(self.timeout or 120), self._withheld())
+        if result.ok:  # the reference the kernel lacked was the tests' own, not the answer's
+            cell.outputs = [o for o in cell.outputs if o not in withheld]
         record_check(cell, result)
+        if result.timed_out:
+            await self._stop_kernel("a test of this cell ran past its time limit; the kernel was stopped, "
+                                    "and the notebook's remaining cells were not run")
         return cell
+
+    async def _async_handle_timeout(self, timeout, cell=None):  # type: ignore[override]
+        """A cell ran past its limit: nbclient interrupts the kernel. A kernel that does not
+        answer within :data:`INTERRUPT_GRACE` seconds (it swallows interrupts) is stopped, and every
+        later cell fails at once instead of costing a cell limit each."""
+        reply = await super()._async_handle_timeout(timeout, cell)
+        if not await self._answers_interrupt():
+            await self._stop_kernel(f"a cell ran past its {timeout} s limit and the kernel did not stop when "
+                                    "interrupted; it was stopped, and the notebook's remaining cells were not run")
+        return reply
+
+    async def _answers_interrupt(self) -> bool:
+        """Whether the interrupted cell's execute reply arrives within the grace period."""
+        import time
+        from queue import Empty
+
+        from nbclient.util import ensure_async
+
+        end = time.monotonic() + INTERRUPT_GRACE
+        while (left := end - time.monotonic()) > 0:
+            try:
+                msg = await ensure_async(self.kc.shell_channel.get_msg(timeout=left))
+            except (Empty, asyncio.TimeoutError):
+                return False
+            if msg.get("msg_type") == "execute_reply":
+                return True
+        return False
+
+    async def _stop_kernel(self, reason: str) -> None:
+        self._kernel_stopped = reason
+        km = self.km
+        try:
+            if isinstance(km, SandboxKernelManager):
+                km._kill_sandbox()
+            else:
+                from nbclient.util import ensure_async
+
+                await ensure_async(km.interrupt_kernel())
+                await ensure_async(km.shutdown_kernel(now=True))
+        except Exception:  # noqa: BLE001 - the kernel is already gone
+            pass
+
+    def _withheld(self) -> list[str]:
+        """The references the graded notebook's sandbox withholds (the checker lends them by
+        callback instead of asking the kernel to import them)."""
+        if not hasattr(self, "_withheld_paths"):
+            source = source_notebook(self.config, getattr(self, "_sandbox_resources", {}))
+            self._withheld_paths = withheld_paths(source) if source is not None and sandbox_enabled() else []
+        return self._withheld_paths
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds the sync name to its own coroutine
 
@@ -166,6 +245,10 @@ class SandboxedExecute(Execute):
         km = super().create_kernel_manager()
         if isinstance(km, SandboxKernelManager):
             km.work_files = {self._sandbox_name: _public_copy(self._sandbox_notebook)}
+            paths = self._withheld()
+            if paths:  # this notebook's answers, withheld from its kernel
+                assignment = self._sandbox_resources.get("nbgrader", {}).get("assignment") or "this notebook"
+                km.overlays = {package_dir(): str(withheld_package(assignment, paths))}
             self._sandbox_km = km
         return km
 
@@ -194,14 +277,47 @@ class SandboxedExecute(Execute):
         return None
 
 
-def record_check(cell: Any, result: Any) -> None:
-    """Write the checker's verdict into the executed cell: an error output when it failed
-    (nbgrader then gives the cell no points), and its evidence in the cell's metadata."""
-    cell.setdefault("metadata", {})["course_checker"] = {"ok": bool(result.ok), "evidence": list(result.evidence)}
-    if not result.ok:
-        cell.setdefault("outputs", []).append(nbformat.v4.new_output(
-            "error", ename=result.ename or "CheckFailed", evalue=result.evalue,
-            traceback=[f"{result.ename or 'CheckFailed'}: {result.evalue}"]))
+INTERRUPT_GRACE = 5.0  # seconds an interrupted kernel has to answer before it is stopped
+
+
+def record_check(cell: Any, result: Any, show: bool = True) -> None:
+    """Write the checker's verdict into the executed cell's metadata (the cell's points:
+    :func:`course_grader.grading.verdict.verdict_score`), its evidence beside it, and, when it
+    failed and ``show``, an error output the student reads."""
+    from course_grader.grading.verdict import VERDICT_KEY
+
+    cell.setdefault("metadata", {})[VERDICT_KEY] = {"ok": bool(result.ok), "evidence": list(result.evidence)}
+    if not result.ok and show:
+        cell.setdefault("outputs", []).append(_error_output(result.ename or "CheckFailed", result.evalue))
+
+
+def _error_output(ename: str, evalue: str) -> Any:
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _failed(ename: str, evalue: str) -> Any:
+    from course_grader.grading.checker import CheckResult
+
+    return CheckResult(False, ename, evalue)
+
+
+def package_dir() -> str:
+    """Where ``course_utils`` lives (the sandbox binds it at the same path)."""
+    import course_utils
+
+    return os.path.realpath(Path(course_utils.__file__).parent)
+
+
+def source_notebook(config: Any, resources: dict) -> Path | None:
+    """The instructor's source of the notebook being graded (never the student's copy)."""
+    info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
+    assignment, notebook = info.get("assignment"), info.get("notebook")
+    if not assignment or not notebook:
+        return None
+    course = config.get("CourseDirectory", {}) if hasattr(config, "get") else {}
+    root = Path(course.get("root") or os.getcwd())
+    path = root / course.get("source_directory", "source") / assignment / f"{notebook}.ipynb"
+    return path if path.exists() else None
 
 
 def source_prelude(config: Any, resources: dict) -> str:
@@ -210,14 +326,8 @@ def source_prelude(config: Any, resources: dict) -> str:
     from course_utils.cells import nbgrader_meta
     from course_grader.grading.checker import prelude_from_source
 
-    info = resources.get("nbgrader", {}) if isinstance(resources, dict) else {}
-    assignment, notebook = info.get("assignment"), info.get("notebook")
-    if not assignment or not notebook:
-        return ""
-    course = config.get("CourseDirectory", {}) if hasattr(config, "get") else {}
-    root = Path(course.get("root") or os.getcwd())
-    path = root / course.get("source_directory", "source") / assignment / f"{notebook}.ipynb"
-    if not path.exists():
+    path = source_notebook(config, resources)
+    if path is None:
         return ""
     source = nbformat.read(str(path), as_version=4)
     return prelude_from_source(

@@ -1,0 +1,130 @@
+"""The student package as a graded notebook's sandbox sees it: that notebook's answers withheld.
+
+A watch inside the kernel cannot keep a student from calling the course's reference of the
+exercise being graded (the student owns the kernel). So the sandbox never holds one: while an
+assignment is graded, ``course_utils`` is mounted read-only from a copy in which every function
+and class that answers one of *that* assignment's exercises (its public reference, as
+:func:`course_grader.grading.similarity.reference_paths` finds it) has each body replaced by
+``raise ReferenceWithheld(...)``. The copy holds no source of those bodies at all, and no
+bytecode of them; everything else (later notebooks import what earlier ones built) is unchanged.
+
+- :func:`withheld_paths` -- the dotted paths withheld for one source notebook;
+- :func:`withheld_package` -- the rewritten package folder for those paths (built once per
+  package version and set of paths, then reused: it is read-only and holds nothing of a student).
+"""
+
+from __future__ import annotations
+
+import ast
+import compileall
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+__all__ = ["withheld_paths", "withheld_package", "rewrite_module"]
+
+_PACKAGE = "course_utils"
+
+
+def withheld_paths(source_notebook: Path) -> list[str]:
+    """``course_utils.module.Name`` (or ``...Class.method``) of every reference that answers an
+    exercise of ``source_notebook`` (the instructor's source, with its test cells)."""
+    import nbformat
+
+    from course_grader.grading.similarity import reference_paths
+
+    nb = nbformat.read(str(source_notebook), as_version=4)
+    found = {path for paths in reference_paths(nb).values() for path in paths
+             if path.startswith(_PACKAGE + ".")}
+    return sorted(found)
+
+
+def _raise(path: str, assignment: str, lineno: int) -> ast.stmt:
+    statement = ast.parse(
+        f"raise __import__('course_utils.withheld', fromlist=['ReferenceWithheld'])"
+        f".ReferenceWithheld({path!r}, {assignment!r})").body[0]
+    return ast.fix_missing_locations(ast.copy_location(statement, ast.Pass(lineno=lineno, col_offset=0)))
+
+
+def _withhold_function(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str, assignment: str) -> None:
+    """Keep the signature and the docstring; the body only raises."""
+    doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
+        getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str) else None
+    node.body = [*([doc] if doc is not None else []), _raise(path, assignment, node.lineno)]
+
+
+def rewrite_module(source: str, module: str, withheld: Iterable[str], assignment: str) -> str | None:
+    """``source`` of ``module`` with the withheld functions, classes and methods emptied, or None
+    when it withholds nothing. A withheld class keeps its name, bases and attributes (``isinstance``
+    and subclasses still work); every method of it raises."""
+    prefix = module + "."
+    local = {path[len(prefix):] for path in withheld if path.startswith(prefix)}
+    if not local:
+        return None
+    tree = ast.parse(source)
+    changed = False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in local:
+            _withhold_function(node, prefix + node.name, assignment)
+            changed = True
+        elif isinstance(node, ast.ClassDef):
+            whole = node.name in local
+            for member in node.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                        whole or f"{node.name}.{member.name}" in local):
+                    _withhold_function(member, f"{prefix}{node.name}.{member.name}", assignment)
+                    changed = True
+    return ast.unparse(tree) + "\n" if changed else None
+
+
+def _package_dir() -> Path:
+    import course_utils
+
+    return Path(course_utils.__file__).resolve().parent
+
+
+def _fingerprint(package: Path, paths: Sequence[str], assignment: str) -> str:
+    digest = hashlib.sha256(f"{assignment}\n{sorted(paths)}\n".encode())
+    for file in sorted(package.rglob("*.py")):
+        digest.update(str(file.relative_to(package)).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:20]
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("COURSE_WITHHELD_CACHE") or Path(tempfile.gettempdir()) / f"course-withheld-{os.geteuid()}")
+
+
+def withheld_package(assignment: str, paths: Sequence[str]) -> Path:
+    """A read-only copy of ``course_utils`` with ``paths`` withheld, compiled; the same folder
+    for the same package and paths (built atomically: parallel graders may race for it)."""
+    package = _package_dir()
+    target = _cache_root() / _fingerprint(package, paths, assignment) / _PACKAGE
+    if target.is_dir():
+        return target
+    target.parent.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(target.parent.parent, 0o755)
+    build = Path(tempfile.mkdtemp(dir=target.parent.parent, prefix=".build-"))
+    copy = build / _PACKAGE
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for file in copy.rglob("*.py"):
+        relative = file.relative_to(copy).with_suffix("")
+        parts = [_PACKAGE, *relative.parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        rewritten = rewrite_module(file.read_text(), ".".join(parts), paths, assignment)
+        if rewritten is not None:
+            file.write_text(rewritten)
+    compileall.compile_dir(str(copy), quiet=1, legacy=False)
+    for folder, _dirs, files in os.walk(build):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    try:
+        os.rename(build, target.parent)
+    except OSError:  # another grader built it first
+        shutil.rmtree(build, ignore_errors=True)
+    return target
