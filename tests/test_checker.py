@@ -215,6 +215,24 @@ def test_a_switched_off_watch_is_reported(kernel):
     assert any("sys.setprofile" in item for item in result.evidence), result
 
 
+def test_a_lambda_of_the_tests_is_called_back_never_sent(kernel):
+    """Issue 33: no test code enters the kernel. A lambda the tests pass runs in the checker (the
+    kernel holds a stand-in that calls back); the kernel cannot read its source or its values."""
+    answer = ("import inspect\n"
+              "def apply(f, x):\n    return f(x)\n"
+              "def spy(f):\n"
+              "    try:\n        return inspect.getsource(f)\n    except Exception as error:\n        return repr(error)\n"
+              "def globals_of(f):\n"
+              "    try:\n        return repr(f.__globals__)\n    except Exception as error:\n        return repr(error)\n")
+    test = ("### BEGIN HIDDEN TESTS\nsecret_scale = 7.25\n"
+            "f = lambda t: t * secret_scale  # the hidden line\n"
+            "check_close(apply(f, torch.ones(2)), torch.full((2,), 7.25), 'called back')\n"
+            "check('secret_scale' not in str(spy(f)) and '7.25' not in str(spy(f)), 'the source reached the kernel')\n"
+            "check('secret_scale' not in str(globals_of(f)), 'the globals reached the kernel')\n### END HIDDEN TESTS\n")
+    result = _check(kernel, answer, test)
+    assert result.ok, result.evalue
+
+
 def test_gradients_through_a_substituted_reference_are_counted_once(kernel):
     answer = ("import math\ndef scores(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
               "def attention(q, k, v):\n    w = torch.softmax(scores(q, k), -1)\n    return w @ v, w\n")
@@ -223,8 +241,10 @@ def test_gradients_through_a_substituted_reference_are_counted_once(kernel):
             "q = torch.randn(2, 3, 4)\n"
             "with substitute(globals(), scores=ref_scores):\n"
             "    check_backward(attention, q, q.clone(), q.clone(), name='attention', reference=ref)\n"
-            "f = lambda t: torch.roll(t, 1, dims=0) * q[0, 0, 0]\n"
-            "check_close(jac(f, torch.ones(3)), torch.roll(torch.eye(3), 1, dims=0) * q[0, 0, 0], 'a lambda can be transformed')\n")
+            "from course_utils.checks.functions import RollThen\n"
+            "f = RollThen(torch.eye(3) * q[0, 0, 0])\n"
+            "check_close(jac(f, torch.eye(3)), torch.einsum('ij,kl->ikjl', torch.eye(3), torch.eye(3)).roll(1, 0) * q[0, 0, 0], "
+            "'a module of course_utils.checks.functions can be transformed')\n")
     result = _check(kernel, answer + "def jac(f, x):\n    return torch.func.jacrev(f)(x)\n", test)
     assert result.ok, result.evalue
 

@@ -261,3 +261,18 @@ def test_check_device_dtype_moves_module_arguments_with_the_tensors():
     with pytest.raises(CheckFailed, match="float32 for float64"):
         check_device_dtype(cast_to_float32, ids, word, norm, name="lookup")
     assert word.weight.device.type == "cpu" and word.weight.dtype == torch.float32  # the caller's module untouched
+
+
+def test_functions_handed_to_answers_are_modules_that_torch_func_can_transform():
+    """course_utils.checks.functions: what a hidden test passes to an answer that may transform it."""
+    from course_utils.checks.functions import CumsumThen, CumsumTimesFlip, RollThen, SquaredNorms
+
+    x = torch.randn(4, 3)
+    A, W = torch.randn(3, 2), torch.randn(3, 5)
+    assert torch.allclose(CumsumThen()(x), x.cumsum(0))
+    assert torch.allclose(CumsumThen(W)(x), x.cumsum(0) @ W)
+    assert torch.allclose(RollThen(A)(x), torch.roll(x, 1, dims=0) @ A)
+    assert SquaredNorms(3)(x).shape == (4, 3) and torch.allclose(SquaredNorms(3)(x)[:, 0], (x ** 2).sum(1))
+    assert torch.allclose(CumsumTimesFlip()(x), x.cumsum(0) * x.flip(0))
+    jac = torch.func.jacrev(RollThen(A))(x)  # (T, d_out, T, d)
+    assert torch.allclose(jac.abs().sum((1, 3)), A.abs().sum() * torch.roll(torch.eye(4), 1, dims=0))

@@ -8,7 +8,9 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.profiles`  -- the ``COURSE_PROFILE`` switch (``ci``, ``cpu``, ``gpu``).
 - :mod:`course_utils.checks`    -- what exercise tests import, in three modules:
   :mod:`course_utils.checks.assertions` (readable assertions), :mod:`course_utils.checks.probes`
-  (devices, dtypes, gradients, generators), :mod:`course_utils.checks.integrity` (own work).
+  (devices, dtypes, gradients, generators), :mod:`course_utils.checks.integrity` (own work),
+  and :mod:`course_utils.checks.functions` (functions the tests hand to an answer that may
+  transform them, as modules the kernel holds).
 - :mod:`course_utils.plotting`  -- attention heatmaps and training curves.
 - :mod:`course_utils.progress`  -- progress bars and live curves in the ``cpu``/``gpu`` profiles
   (silent in ``ci`` and while graded).
@@ -46,7 +48,8 @@ Notebook-facing modules, one concern each:
 
 Grading's kernel side, imported only while a notebook is graded: :mod:`course_utils.agent`
 answers the trusted checker's questions in the student's kernel, over the plain-data format of
-:mod:`course_utils.wire`.
+:mod:`course_utils.wire`; :mod:`course_utils.withheld` is the error the course's reference of an
+exercise raises while that exercise's notebook is graded.
 
 The student's side of the ``course`` command: :mod:`course_utils.cli` (``course check``, ``course
 setup-kernel``; the grader adds the instructor's verbs), :mod:`course_utils.selfcheck` (a notebook's

@@ -16,12 +16,14 @@ By verb:
   before nbgrader), :mod:`~.grading.runner` and :mod:`~.grading.scores` (nbgrader and its grades),
   :mod:`~.grading.parallel` (every core), :mod:`~.grading.dask_grading` (a cluster; its client
   records through :mod:`~.grading.recording`), :mod:`~.grading.gradebook`,
-  :mod:`~.grading.checker` (hidden tests, outside the kernel), :mod:`~.grading.scan` (flags),
+  :mod:`~.grading.checker` (hidden tests, outside the kernel), :mod:`~.grading.verdict` (a test
+  cell's points: the checker's verdict alone), :mod:`~.grading.scan` (flags),
   :mod:`~.grading.similarity`, :mod:`~.grading.review` (held until decided),
   :mod:`~.grading.manual_view` (written answers beside the student's own run),
   :mod:`~.grading.feedback`;
 - :mod:`.sandbox`: :mod:`~.sandbox.bubblewrap` (the kernel's jail), :mod:`~.sandbox.execute`
-  (nbgrader's execute step in it), :mod:`~.sandbox.cgroup` (limits per notebook);
+  (nbgrader's execute step in it), :mod:`~.sandbox.cgroup` (limits per notebook),
+  :mod:`~.sandbox.withheld` (the graded notebook's own answers withheld from its kernel);
 - :mod:`.demo`: the main job's generated class, graded through the same pipeline;
 - :mod:`.doctor`: what grading needs and what this machine has.
 """
