@@ -45,6 +45,8 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.benchmark` -- peak tensor memory and timing for the cost sections.
 - :mod:`course_utils.diagrams` -- schematics drawn at run time: the RNN bottleneck against attention,
   post-LN and pre-LN, the encoder-decoder, the KV cache, GQA and RoPE's pairings, MoE routing.
+- :mod:`course_utils.fallback` -- the course's version of an unfinished exercise, called only while
+  the student's raises NotImplementedError, so that later cells of a notebook still run.
 
 Grading's kernel side, imported only while a notebook is graded: :mod:`course_utils.agent`
 answers the trusted checker's questions in the student's kernel, over the plain-data format of
