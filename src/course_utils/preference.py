@@ -98,9 +98,12 @@ def make_preference_pairs(rewards: torch.Tensor, group_size: int) -> torch.Tenso
 def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
     """GRPO's advantages (Shao et al. 2024): ``(r - mean) / (std + eps)`` within each group of
     ``group_size`` consecutive samples (one prompt), ``std`` the sample standard deviation (divisor
-    ``group_size - 1``, torch's default): ``rewards (P * group_size,) -> (P * group_size,)`` float.
+    ``group_size - 1``, torch's default): ``rewards (P * group_size,) -> (P * group_size,)``, in the
+    rewards' float dtype (float32 for integer rewards).
     A group of equal rewards gives zeros."""
-    groups = rewards.float().reshape(-1, group_size)  # (P, G)
+    groups = rewards.reshape(-1, group_size)  # (P, G)
+    if not groups.is_floating_point():
+        groups = groups.float()
     mean = groups.mean(dim=1, keepdim=True)
     std = groups.std(dim=1, keepdim=True)
     return ((groups - mean) / (std + eps)).reshape(-1)
