@@ -78,6 +78,21 @@ def test_check_reports_every_cell_that_raised(tmp_path):
     assert "does not run top to bottom" in result.stdout
 
 
+def test_check_names_the_unfinished_exercise_behind_a_name_error(tmp_path):
+    """A cell stopped by an unfinished exercise leaves a name undefined: the later NameError points back at it."""
+    release = read(ROOT / "notebooks" / "00_welcome" / "00_welcome.ipynb")
+    answers = solution_code(read(ROOT / "solutions" / "00_welcome" / "00_welcome.ipynb"))
+    right = fill_answers(release, answers)
+    first = len(right.cells) + 1
+    right.cells.append(nbformat.v4.new_code_cell("def unfinished():\n    raise NotImplementedError()\nresult = unfinished()"))
+    right.cells.append(nbformat.v4.new_code_cell("print(result)"))
+    path = tmp_path / "stuck.ipynb"
+    nbformat.write(right, str(path))
+    result = course("check", str(path))
+    assert result.returncode == 1, result.stdout
+    assert "NameError" in result.stdout and f"cell {first} stopped earlier at an unfinished exercise" in result.stdout
+
+
 def test_check_on_a_missing_notebook_says_so():
     result = course("check", "no/such/notebook.ipynb")
     assert result.returncode == 1 and "no notebook at" in result.stdout

@@ -68,15 +68,27 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
         limit = grading_cell_timeout(profile) if timeout is None else timeout
         nb, _ = execute_notebook(copy, profile=profile, timeout=limit, allow_errors=True, cwd=path.parent)
     results: list[ExerciseResult] = []
+    unfinished: int | None = None   # the last cell outside the tests stopped by an unfinished exercise
     for index, cell in enumerate(nb.cells):
         if nbgrader_meta(cell).get("grade"):
             results.append(_cell_result(cell))
         elif cell.cell_type == "code":
+            if _stopped_unfinished(cell):
+                unfinished = index + 1
             error = _cell_error(cell)
             if error:  # a cell outside the tests raised: the notebook does not run top to bottom
                 first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+                if error.startswith("NameError") and unfinished is not None:
+                    error += (f" (cell {unfinished} stopped earlier at an unfinished exercise, NotImplementedError, "
+                              "and left this name undefined: finish that exercise first)")
                 results.append(ExerciseResult(f"cell {index + 1}", 0.0, "ERROR", f"{error}   [{first_line}]"))
     return results
+
+
+def _stopped_unfinished(cell) -> bool:
+    """The code cell raised NotImplementedError: an exercise it calls is not written yet."""
+    return any(output.get("output_type") == "error" and output.get("ename") == "NotImplementedError"
+               for output in cell.get("outputs", []))
 
 
 def _cell_error(cell) -> str | None:
