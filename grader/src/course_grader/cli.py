@@ -25,6 +25,7 @@ for instructors:
     course grade [A ...]        autograde collected submissions (submitted/<student>/<A>/)
     course feedback [A ...]     HTML feedback for graded submissions
     course export               grades CSV, one column per exercise
+    course export --format F    grades into the LMS: canvas, moodle (import CSVs), lti-ags [--post]
     course flags [A ...]        submissions whose code tries to get around the tests (never zeroed)
     course review [A [S]]       held submissions (flags, similar code) and the instructor's decision
     course dist                 build the student distribution: release notebooks and a wheel
@@ -217,8 +218,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     root = course.root
     rows = read_scores(root, course.db_url)
     flags = submission_flags(root, sorted({(r.assignment, r.student) for r in rows}))
+    if args.format != "csv" or args.post:
+        return cmd_export_lms(args)
     on_hold = held(review_submissions(root, sorted({r.assignment for r in rows}), flags=flags, db_url=course.db_url))
-    path = export_grades(rows, Path(args.out), flags, held=on_hold)
+    path = export_grades(rows, Path(args.out or "grades.csv"), flags, held=on_hold)
     waiting = sum((r.assignment, r.student) in on_hold for r in rows)
     print(f"grades written to {path}" + (f" ({waiting} held, without a score: `course review`)" if waiting else ""))
     return 0
@@ -228,6 +231,30 @@ def cmd_review(args: argparse.Namespace) -> int:
     from course_grader.grading.review import decide, format_review, review_submissions
 
     course = Course.open()
+LMS_OUT = {"canvas": "grades-canvas.csv", "moodle": "grades-moodle.csv", "lti-ags": "scores-ags.json"}
+
+
+def cmd_export_lms(args: argparse.Namespace) -> int:
+    from course_grader.grading.lms import export_lms
+
+    fmt = "lti-ags" if args.post and args.format == "csv" else args.format
+    try:
+        done = export_lms(Course.open(), fmt, Path(args.out or LMS_OUT[fmt]), roster=args.roster and Path(args.roster),
+                          config=args.lms_config and Path(args.lms_config), feedback=args.feedback, post=args.post)
+    except (ValueError, RuntimeError, OSError) as error:
+        print(f"course export: {error}", file=sys.stderr)
+        return 2
+    print(f"{fmt} grades written to {done.path}: {done.final} final, {done.pending} pending "
+          "(held for review or a written answer to grade: blank, never 0)")
+    if done.problems_path:
+        print(f"{len(done.problems)} student(s) not matched to the roster (not exported): {done.problems_path}", file=sys.stderr)
+    if done.posted is not None:
+        print(f"posted {done.posted.posted} score(s) to the platform")
+        for line in done.posted.failed:
+            print(f"  NOT POSTED {line}", file=sys.stderr)
+    return 0 if done.ok else 1
+
+
     root = course.root
     action = "accept" if args.accept else "zero" if args.zero else "score" if args.score is not None else None
     if action:
@@ -356,7 +383,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")
     feedback.add_argument("--student", action="append", help="only this student (repeatable)")
     export = add("export", cmd_export, "write grades as CSV: totals and one column per exercise", False)
-    export.add_argument("--out", default="grades.csv", help="CSV path (default grades.csv)")
+    export.add_argument("--out", help="output path (default grades.csv; canvas grades-canvas.csv, moodle "
+                        "grades-moodle.csv, lti-ags scores-ags.json)")
+    export.add_argument("--format", choices=("csv", "canvas", "moodle", "lti-ags"), default="csv",
+                        help="csv: the course's own; canvas, moodle: the LMS's gradebook import CSV; lti-ags: LTI 1.3 "
+                             "score objects (held or ungraded: blank / PendingManual, never 0)")
+    export.add_argument("--roster", metavar="ROSTER.csv", help="LMS roster (Canvas's gradebook export): students matched by "
+                        "SIS User ID, SIS Login ID, then name; the unmatched listed in <out>-unmatched.csv (exit 1)")
+    export.add_argument("--lms-config", metavar="LMS.json", help="assignments' LMS names, Canvas ids, AGS line items; "
+                        "the platform's LTI registration for --post")
+    export.add_argument("--feedback", action="store_true", help="moodle: a feedback column per assignment")
+    export.add_argument("--post", action="store_true", help="send the lti-ags scores to each line item (needs pylti1p3: "
+                        "the grader's lms extra)")
     add("mistakes", cmd_mistakes, "(authors) prove the test cells reject every curated mistake in tests/mistakes/ (one kernel per notebook)")
     quoted = add("quoted", cmd_quoted, "(authors) check that every number the prose marks as quoted (<!--q-->) "
                  "is printed by the cpu run (build/executed/cpu/, else benchmarks/results/outputs-cpu/)")
