@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from course_grader.authoring.release import generate_release, prepare_scratch_course
@@ -61,3 +62,49 @@ def test_one_process_release_refuses_part_of_a_course(tmp_path):
     with pytest.raises(ValueError, match="every assignment"):
         generate_release(course, names[:2], verbose=False, one_process=True)
     assert not (course / "notebooks").exists()
+
+
+# ----------------------------------------------------------------------------- one grammar for hidden blocks (issue 33)
+
+
+@pytest.mark.parametrize("marker", ["### BEGIN HIDDEN TESTS (edge cases)", "## BEGIN HIDDEN TESTS", "#### begin hidden tests",
+                                    "# BEGIN HIDDEN TESTS", "### BEGIN  HIDDEN TESTS"])
+def test_a_marker_spelt_otherwise_is_refused_and_fails_closed(marker):
+    from course_utils.cells import hidden_marker_problems, split_hidden
+
+    source = f"check(f(1) == 2)\n{marker}\ncheck(f(-5) == -10)\n### END HIDDEN TESTS\n"
+    problems = hidden_marker_problems(source)
+    assert problems and problems[0].startswith("line 2:"), problems
+    assert "f(-5)" not in split_hidden(source), "a malformed block is hidden from the kernel all the same"
+
+
+def test_well_formed_blocks_parse_the_same_everywhere():
+    from course_grader.grading.checker import split_hidden as checker_split
+    from course_grader.grading.feedback import hidden_lines, hide_hidden_tests
+    from course_utils.cells import hidden_block_lines, hidden_marker_problems, split_hidden
+
+    source = ("check(f(1) == 2)\n  ### BEGIN HIDDEN TESTS  \ncheck(f(-5) == -10, 'negative')\n### END HIDDEN TESTS\n"
+              "print('after')\n### BEGIN HIDDEN TESTS\ncheck(f(0) == 0, 'zero input')\n### END HIDDEN TESTS\n")
+    assert hidden_marker_problems(source) == []
+    assert checker_split is split_hidden
+    assert split_hidden(source) == "check(f(1) == 2)\nprint('after')\n"
+    assert hidden_block_lines(source) == ["check(f(-5) == -10, 'negative')", "check(f(0) == 0, 'zero input')"]
+    assert hidden_lines([source]) == {"check(f(-5) == -10, 'negative')", "check(f(0) == 0, 'zero input')"}
+    assert hide_hidden_tests(source).count("hidden tests ran here") == 2 and "f(-5)" not in hide_hidden_tests(source)
+    for broken in ("### BEGIN HIDDEN TESTS\nx\n", "### END HIDDEN TESTS\n", "### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS\n"
+                   "### END HIDDEN TESTS\n"):
+        assert hidden_marker_problems(broken), broken
+
+
+def test_release_refuses_a_malformed_marker_naming_notebook_cell_and_line(tmp_path):
+    from course_grader.authoring.release import check_hidden_markers
+    from course_utils.cells import HiddenMarkerError
+
+    folder = tmp_path / "solutions" / "99_x"
+    folder.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# x"), nbformat.v4.new_code_cell("check(1)\n### BEGIN HIDDEN TESTS: more\ncheck(2)\n")]
+    nbformat.write(nb, str(folder / "99_x.ipynb"))
+    with pytest.raises(HiddenMarkerError, match=r"solutions/99_x/99_x.ipynb, cell 1, line 2"):
+        check_hidden_markers(tmp_path, ["99_x"])
+    check_hidden_markers(ROOT, [p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()])  # the course's own are fine

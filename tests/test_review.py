@@ -322,7 +322,11 @@ def test_held_submissions_listed_exported_and_decided(moe_class, capsys):
     assert cli.main(["review", MOE, "twin-b", "--zero"]) == 2  # a reason is required
     assert "--reason" in capsys.readouterr().err
     assert cli.main(["review", MOE, "twin-b", "--zero", "--reason", "twin-a's code", "--by", "prof"]) == 0
-    assert cli.main(["review", MOE, "snoop", "--accept", "--by", "prof"]) == 0
+    assert cli.main(["review", MOE, "snoop", "--accept", "--by", "prof"]) == 2  # accepting needs a reason too
+    assert "--accept needs --reason" in capsys.readouterr().err
+    assert cli.main(["review", MOE, "snoop", "--accept", "--reason", "checked by hand", "--by", "prof"]) == 0
+    assert cli.main(["review", MOE, MOE]) == 2  # an assignment where a student belongs: said, not "0 held"
+    assert "is an assignment, not a student" in capsys.readouterr().err
     assert cli.main(["review", MOE, "twin-a", "--score", "99", "--reason", "x"]) == 1
     assert "between 0 and 16" in capsys.readouterr().err
     assert cli.main(["export", "--out", str(out_csv)]) == 0
@@ -402,7 +406,8 @@ def test_end_to_end_a_flagged_student_is_held_until_accepted(tmp_path):
     listed = _course_cli("review", W, course=course)
     assert "HELD eve" in listed.stdout and "[environment]" in listed.stdout, listed.stdout
 
-    decided = _course_cli("review", W, "eve", "--accept", "--by", "prof", course=course)
+    decided = _course_cli("review", W, "eve", "--accept", "--reason", "environment read by the course's own code",
+                          "--by", "prof", course=course)
     assert decided.returncode == 0, decided.stderr
     assert _course_cli("export", "--out", str(out), course=course).returncode == 0
     rows = {r["student"]: r for r in csv.DictReader(out.open())}

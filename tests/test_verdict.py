@@ -49,3 +49,19 @@ def test_answer_cells_keep_nbgrader_rules(monkeypatch):
     assert verdict_score(cell) == 0  # unchanged written answer
     monkeypatch.setenv("COURSE_CHECKER", "off")  # authors only: nbgrader's own rule
     assert verdict_score(_test_cell([])) == 3
+
+
+def test_a_notebook_autograded_outside_the_pipeline_is_held(tmp_path):
+    """Issue 33 item 5: the formgrader's Autograde button runs nbgrader directly (sandboxed, scored by the
+    verdict, but never scanned or compared): its submission is held until `course grade` grades it."""
+    from course_grader.grading.runner import PIPELINE_ENV, grading_env
+    from course_grader.grading.scores import checker_evidence
+
+    assert grading_env()[PIPELINE_ENV] == "1", "every nbgrader process of the pipeline carries the mark"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_test_cell([], {"ok": True})]
+    nbformat.write(nb, str(tmp_path / "03_x.ipynb"))
+    assert [f.rule for f in checker_evidence(tmp_path)] == ["outside-pipeline"]
+    nb.metadata["course_grade"] = {"pipeline": True}
+    nbformat.write(nb, str(tmp_path / "03_x.ipynb"))
+    assert checker_evidence(tmp_path) == []

@@ -17,6 +17,13 @@ __all__ = [
     "solution_code",
     "fill_answers",
     "read",
+    "HIDDEN_BEGIN",
+    "HIDDEN_END",
+    "HiddenMarkerError",
+    "hidden_marker_problems",
+    "split_hidden",
+    "hidden_flags",
+    "hidden_block_lines",
 ]
 
 # "[ ]" keeps the marker's literal text out of the student wheel, which `course dist` checks for it
@@ -75,3 +82,73 @@ def fill_answers(release_nb: NotebookNode, answers: dict[str, str]) -> NotebookN
 def read(path) -> NotebookNode:
     """Read a notebook as nbformat v4."""
     return nbformat.read(str(path), as_version=4)
+
+
+# ----------------------------------------------------------------------------- hidden tests
+# One grammar for hidden blocks, used by the release check, the checker, feedback and the tools:
+# a marker is a line that is exactly "### BEGIN HIDDEN TESTS" or "### END HIDDEN TESTS" once
+# stripped; any other line naming hidden tests is malformed (`course release` refuses it, naming
+# notebook, cell and line), and so are a block left open, an END without a BEGIN and nested blocks.
+# (Built from parts: the student wheel must not hold the markers' literal text.)
+HIDDEN_BEGIN = "### BEGIN " + "HIDDEN TESTS"
+HIDDEN_END = "### END " + "HIDDEN TESTS"
+_MENTIONS_HIDDEN = re.compile(r"hidden[\s_-]*tests?", re.I)
+
+
+class HiddenMarkerError(ValueError):
+    """A hidden-test marker spelt otherwise than the one grammar accepts."""
+
+
+def hidden_marker_problems(source: str) -> list[str]:
+    """``"line N: why"`` for every malformed hidden-test marker of a test cell (empty: well formed)."""
+    problems, open_at = [], None
+    for number, line in enumerate(source.splitlines(), 1):
+        stripped = line.strip()
+        if stripped == HIDDEN_BEGIN:
+            if open_at is not None:
+                problems.append(f"line {number}: a hidden block opens inside the one opened at line {open_at}")
+            open_at = number
+        elif stripped == HIDDEN_END:
+            if open_at is None:
+                problems.append(f"line {number}: {HIDDEN_END!r} without a {HIDDEN_BEGIN!r} before it")
+            open_at = None
+        elif stripped.startswith("#") and _MENTIONS_HIDDEN.search(stripped) and ("BEGIN" in stripped.upper()
+                                                                                or "END" in stripped.upper()):
+            problems.append(f"line {number}: {stripped[:60]!r} is not a marker: write exactly {HIDDEN_BEGIN!r} "
+                            f"or {HIDDEN_END!r} on a line of its own")
+    if open_at is not None:
+        problems.append(f"line {open_at}: the hidden block opened here is never closed with {HIDDEN_END!r}")
+    return problems
+
+
+def hidden_flags(source: str) -> list[tuple[str, bool]]:
+    """Each line (with its end) and whether it is hidden (markers count as hidden). Malformed
+    markers fail closed: from the first one on, every line is hidden."""
+    lines = source.splitlines(keepends=True)
+    malformed = hidden_marker_problems(source)
+    first_bad = min((int(p.split(":")[0].split()[1]) for p in malformed), default=None)
+    flags, hidden = [], False
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if first_bad is not None and number >= first_bad:
+            flags.append((line, True))
+        elif stripped == HIDDEN_BEGIN:
+            hidden = True
+            flags.append((line, True))
+        elif stripped == HIDDEN_END:
+            flags.append((line, True))
+            hidden = False
+        else:
+            flags.append((line, hidden))
+    return flags
+
+
+def split_hidden(source: str) -> str:
+    """The test cell as the kernel runs it and the release shows it: hidden blocks removed."""
+    return "".join(line for line, hidden in hidden_flags(source) if not hidden)
+
+
+def hidden_block_lines(source: str) -> list[str]:
+    """The lines inside hidden blocks (markers excluded), in order."""
+    return [line.rstrip("\n") for line, hidden in hidden_flags(source)
+            if hidden and line.strip() not in (HIDDEN_BEGIN, HIDDEN_END)]

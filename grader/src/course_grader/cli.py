@@ -56,9 +56,13 @@ def _profile(requested: str | None) -> str:
 
 def cmd_release(args: argparse.Namespace) -> int:
     from course_grader.authoring.release import generate_release
+    from course_utils.cells import HiddenMarkerError
 
     root = find_root()
-    generate_release(root, _names(root, args.assignments))
+    try:
+        generate_release(root, _names(root, args.assignments))
+    except HiddenMarkerError as error:
+        raise SystemExit(f"course release: {error}") from None
     return 0
 
 
@@ -214,12 +218,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     from course_grader.grading.scores import export_grades, read_scores, submission_flags
     from course_grader.grading.review import held, review_submissions
 
+    if args.format != "csv" or args.post:
+        return cmd_export_lms(args)
     course = Course.open()
     root = course.root
     rows = read_scores(root, course.db_url)
     flags = submission_flags(root, sorted({(r.assignment, r.student) for r in rows}))
-    if args.format != "csv" or args.post:
-        return cmd_export_lms(args)
     on_hold = held(review_submissions(root, sorted({r.assignment for r in rows}), flags=flags, db_url=course.db_url))
     path = export_grades(rows, Path(args.out or "grades.csv"), flags, held=on_hold)
     waiting = sum((r.assignment, r.student) in on_hold for r in rows)
@@ -227,10 +231,6 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_review(args: argparse.Namespace) -> int:
-    from course_grader.grading.review import decide, format_review, review_submissions
-
-    course = Course.open()
 LMS_OUT = {"canvas": "grades-canvas.csv", "moodle": "grades-moodle.csv", "lti-ags": "scores-ags.json"}
 
 
@@ -255,13 +255,17 @@ def cmd_export_lms(args: argparse.Namespace) -> int:
     return 0 if done.ok else 1
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    from course_grader.grading.review import decide, format_review, review_submissions
+
+    course = Course.open()
     root = course.root
     action = "accept" if args.accept else "zero" if args.zero else "score" if args.score is not None else None
     if action:
         if not (args.assignment and args.student):
             print("course review: a decision needs ASSIGNMENT and STUDENT", file=sys.stderr)
             return 2
-        if action != "accept" and not (args.reason or "").strip():
+        if not (args.reason or "").strip():  # accepting flagged work is a decision like the others
             print(f"course review: --{action} needs --reason \"...\" (it is recorded with the decision)", file=sys.stderr)
             return 2
         _names(root, [args.assignment])
@@ -276,6 +280,11 @@ def cmd_export_lms(args: argparse.Namespace) -> int:
               "`course feedback` writes its feedback")
         return 0
     names = _names(root, [args.assignment] if args.assignment else [])
+    if args.student and args.student in course.assignments():
+        print(f"course review: {args.student!r} is an assignment, not a student: name one assignment, then one "
+              f"student (`course review {args.assignment} STUDENT`), or list several assignments with `course flags`",
+              file=sys.stderr)
+        return 2
     out_dir = root / "build" / "flags"
     comparisons: dict = {}
     reviews = review_submissions(root, names, csv_dir=out_dir, comparisons=comparisons, db_url=course.db_url)
@@ -411,7 +420,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     decision.add_argument("--accept", action="store_true", help="the autograded score stands")
     decision.add_argument("--zero", action="store_true", help="every graded cell 0")
     decision.add_argument("--score", type=float, metavar="N", help="total N (each cell the same fraction of its points)")
-    review.add_argument("--reason", help="why (required with --zero and --score); kept in the gradebook's comment")
+    review.add_argument("--reason", help="why (required with every decision); kept in the gradebook's comment")
     review.add_argument("--by", help="who decides (default: the login name)")
     dist = add("dist", cmd_dist, "build the student distribution (release notebooks, wheel, README); no solutions or hidden tests", False)
     dist.add_argument("--out", default="build/student-dist", help="output folder (default build/student-dist)")

@@ -7,10 +7,26 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from course_utils.cells import HiddenMarkerError, hidden_marker_problems, read
 from course_utils.layout import assignments as list_assignments
 from course_grader.grading.runner import run_nbgrader, write_course_config
 
-__all__ = ["generate_release", "prepare_scratch_course"]
+__all__ = ["generate_release", "prepare_scratch_course", "check_hidden_markers"]
+
+
+def check_hidden_markers(course_dir: Path, names: Sequence[str]) -> None:
+    """Refuse a hidden-test marker the one grammar does not accept (:mod:`course_utils.cells`):
+    nbgrader would hide a line that merely *contains* the marker in the release, and the checker
+    would then run that block in the student's kernel. Raises ``HiddenMarkerError`` naming
+    notebook, cell and line of each."""
+    problems = []
+    for name in names:
+        for path in sorted((course_dir / "solutions" / name).glob("*.ipynb")):
+            for index, cell in enumerate(read(path).cells):
+                if cell.cell_type == "code":
+                    problems += [f"{path.relative_to(course_dir)}, cell {index}, {p}" for p in hidden_marker_problems(cell.source)]
+    if problems:
+        raise HiddenMarkerError("hidden-test markers the release does not accept:\n  " + "\n  ".join(problems))
 
 
 def prepare_scratch_course(root: Path, course_dir: Path, names: Sequence[str]) -> Path:
@@ -46,6 +62,7 @@ def generate_release(
     assignment of the course (a scratch course); otherwise a ValueError.
     """
     names = list(names or list_assignments(course_dir))
+    check_hidden_markers(course_dir, names)
     if one_process and len(names) > 1:
         if sorted(names) != list_assignments(course_dir):
             raise ValueError(f"one_process releases every assignment of {course_dir}, not only {names}")

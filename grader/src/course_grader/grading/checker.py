@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from course_utils import checks, wire
+from course_utils.cells import split_hidden  # the one grammar of hidden blocks
 from course_utils.agent import _replace_grad_tensors, set_default_device
 
 __all__ = ["checker_enabled", "CheckerError", "CheckResult", "RemoteObject", "Checker", "check_cell", "prelude_from_source", "split_hidden"]
@@ -52,7 +53,6 @@ BASE_PRELUDE = (
 )
 # Packages whose classes a proxy may claim to be an instance of (isinstance checks).
 _LIBRARIES = ("torch", "numpy", "course_utils", "collections", "datasets", "builtins")
-_HIDDEN_BEGIN, _HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 _AGENT_CODE = "__import__('course_utils.agent', fromlist=['serve']).serve()"
 _MAX_MESSAGE = 400 * 2**20
 # all messages of one test cell together: what the checker may have to hold (the red team kept
@@ -105,19 +105,6 @@ def checker_enabled(assignment: str | None = None) -> bool:
     assignment (each one's solution and curated mistakes are proven through it by `course
     mistakes`), unless ``COURSE_CHECKER=off`` runs whole test cells in the kernel (authors only)."""
     return os.environ.get("COURSE_CHECKER", "").lower() not in {"off", "0", "no"}
-
-
-def split_hidden(source: str) -> str:
-    """The test cell as the kernel runs it: hidden blocks removed."""
-    out, hidden = [], False
-    for line in source.splitlines(keepends=True):
-        if line.strip() == _HIDDEN_BEGIN:
-            hidden = True
-        elif line.strip() == _HIDDEN_END:
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "".join(out)
 
 
 def _bound_names(source: str) -> set[str]:

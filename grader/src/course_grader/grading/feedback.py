@@ -28,10 +28,10 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Int, Unicode
 
+from course_utils.cells import HIDDEN_BEGIN, hidden_block_lines, hidden_flags
+
 __all__ = ["HideHiddenTests", "hide_hidden_tests", "hidden_lines", "redact", "REDACTED"]
 
-_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[ \t]*\n?", re.S | re.M)
-_HIDDEN_BODY = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n(?P<body>.*?)^[ \t]*### END HIDDEN TESTS", re.S | re.M)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _MARKERS = re.compile(r"#+\s*(BEGIN|END)\s+(HIDDEN\s+TESTS|SOLUTION)", re.I)
 
@@ -40,19 +40,26 @@ MIN_LINE = 8  # shorter hidden lines (`)`, `else:`, `x = 1`) say nothing and wou
 
 
 def hide_hidden_tests(source: str) -> str:
-    """The test cell's source with the hidden block replaced by a one-line note."""
-    return _HIDDEN.sub("# (hidden tests ran here)\n", source)
+    """The test cell's source with each hidden block replaced by a one-line note (the one grammar of
+    :func:`course_utils.cells.split_hidden`: a malformed marker hides everything after it)."""
+    out, in_block = [], False
+    for line, hidden in hidden_flags(source):
+        if hidden and not in_block:
+            out.append("# (hidden tests ran here)\n")
+        elif not hidden:
+            out.append(line)
+        in_block = hidden
+    return "".join(out)
 
 
 def hidden_lines(sources: Iterable[str]) -> set[str]:
     """Every meaningful line (stripped, at least ``MIN_LINE`` characters) of the hidden blocks."""
     lines: set[str] = set()
     for source in sources:
-        for match in _HIDDEN_BODY.finditer(source):
-            for line in match.group("body").splitlines():
-                line = line.strip()
-                if len(line) >= MIN_LINE and not line.startswith("#"):
-                    lines.add(line)
+        for line in hidden_block_lines(source):
+            line = line.strip()
+            if len(line) >= MIN_LINE and not line.startswith("#"):
+                lines.add(line)
     return lines
 
 
@@ -88,7 +95,7 @@ def _course_hidden_lines(source_dir: str, stamp: float) -> frozenset[str]:
     return frozenset(hidden_lines(sources))
 
 
-_HIDDEN_MARK = "### BEGIN HIDDEN TESTS"
+_HIDDEN_MARK = HIDDEN_BEGIN
 
 
 def _is_test_cell(cell) -> bool:

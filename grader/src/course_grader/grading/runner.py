@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 __all__ = [
     "NbgraderError",
+    "PIPELINE_ENV",
     "grading_env",
     "run_nbgrader",
     "write_course_config",
@@ -42,6 +43,13 @@ NBGRADER_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); sy
                  "from nbgrader.apps.nbgraderapp import main; main()")
 
 
+# Set in the environment of every nbgrader process the pipeline starts; the execute step marks the
+# autograded notebook with it (course_grader.sandbox.execute.PIPELINE_MARK). A notebook autograded
+# without it (the formgrader's Autograde button runs nbgrader directly) is held until `course grade`
+# grades it: only the pipeline scans it, compares it and writes its manual-grading views.
+PIPELINE_ENV = "COURSE_GRADE_PIPELINE"
+
+
 class NbgraderError(RuntimeError):
     """nbgrader exited non-zero; the message carries the end of its log."""
 
@@ -51,6 +59,7 @@ def grading_env(profile: str = "ci", extra: dict[str, str] | None = None) -> dic
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["COURSE_PROFILE"] = profile  # the grading profile, whatever the shell says
+    env[PIPELINE_ENV] = "1"  # graded by `course grade`'s pipeline (not the formgrader's own button)
     env.setdefault("PYTHONWARNINGS", "ignore")
     env.setdefault("MPLBACKEND", "Agg")
     if extra:

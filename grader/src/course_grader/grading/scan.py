@@ -119,6 +119,7 @@ _PREFIX_RULES: dict[str, str] = {
     **dict.fromkeys(["IPython.core", "IPython.terminal", "IPython.get_ipython", "IPython.InteractiveShell"],
                     "ipython-hook"),
     **dict.fromkeys(["unittest.mock", "mock", "pytest.MonkeyPatch"], "monkeypatch"),
+    **dict.fromkeys(["course_utils.agent", "course_utils.wire"], "integrity"),
     # harmless corners of flagged packages (the longest prefix decides; "" is no flag)
     **dict.fromkeys(["IPython.core.display", "IPython.core.pylabtools", "os.path.join", "os.path.exists"], ""),
 }
@@ -134,6 +135,19 @@ _DUNDER_ATTRS = {
     "__subclasses__": "introspection", "__builtins__": "builtins", "__loader__": "dynamic-code",
     "__spec__": "dynamic-code", "__import__": "dynamic-code",
 }
+
+# Attributes flagged whatever object they are read from (a base the scan cannot resolve, such as a
+# loop variable, a list item or a function's result, hides nothing): the kernel's hooks, the threads
+# and profilers the in-kernel watches rely on, and the grading agent's own state.
+_NAMED_ATTRS = {
+    "_start_new_thread": "process", "start_new_thread": "process", "setprofile": "introspection",
+    "settrace": "introspection", "displayhook": "ipython-hook", "excepthook": "ipython-hook",
+    "raw_input": "ipython-hook", "iopub_socket": "ipython-hook", "get_parent": "ipython-hook",
+    "_parent_header": "ipython-hook", "send_multipart": "ipython-hook", "_ACTIVE": "integrity",
+    "_AUDIT": "integrity", "_HOOKED": "integrity", "_REMOTE_MODES": "integrity",
+}
+# Names whose (re)assignment, on any object, switches a watch off or replaces what is graded.
+_WATCH_NAMES = {"own_work", "banned_calls", "answer", "check_defined_here", "serve", "_ACTIVE", "_AUDIT"}
 
 # The IPython shell (get_ipython()): any attribute but these is a hook or a way around the kernel.
 _SHELL_HARMLESS = {"run_line_magic", "run_cell_magic", "kernel"}
@@ -326,8 +340,11 @@ class _Scanner:
             base = self.resolve(node.value)
             return f"{base}.{node.attr}" if base else None
         if isinstance(node, ast.Subscript):
-            base = self.resolve(node.value)
             key = node.slice
+            if isinstance(node.value, (ast.List, ast.Tuple)) and isinstance(key, ast.Constant) and isinstance(key.value, int):
+                items = node.value.elts  # [sys][0]
+                return self.resolve(items[key.value]) if -len(items) <= key.value < len(items) else None
+            base = self.resolve(node.value)
             if base == "sys.modules" and isinstance(key, ast.Constant) and isinstance(key.value, str):
                 return key.value
             if base and isinstance(key, ast.Constant) and isinstance(key.value, str) and base.endswith("__dict__"):
@@ -434,7 +451,19 @@ class _Scanner:
                     self.check_path(node, path, offset)
                     self.check_rebinding(node, alias.asname or alias.name, path, offset, is_import=True)
                     self.bind(alias.asname or alias.name, path)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name) \
+                    and isinstance(node.iter, (ast.List, ast.Tuple, ast.Set)):
+                # for m in [sys]: -- the loop variable stands for what the literal holds (the first it resolves)
+                found = next((p for p in map(self.resolve, node.iter.elts) if p), None)
+                if found:
+                    self.bind(node.target.id, found)
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Tuple, ast.List)):
+                for target in node.targets:  # a, b = sys, os
+                    if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(node.value.elts):
+                        for name, item in zip(target.elts, node.value.elts):
+                            if isinstance(name, ast.Name) and self.resolve(item):
+                                self.bind(name.id, self.resolve(item))
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 value = self.resolve(node.value) if node.value is not None else None
                 for target in targets:
@@ -505,6 +534,10 @@ class _Scanner:
                 if isinstance(node.ctx, ast.Load):
                     self.check_path(node, path, offset)
         elif isinstance(node, ast.Attribute):
+            if node.attr in _NAMED_ATTRS:
+                self.flag(node, _NAMED_ATTRS[node.attr], f".{node.attr}", offset)
+            if node.attr in _WATCH_NAMES and isinstance(node.ctx, (ast.Store, ast.Del)):
+                self.flag(node, "integrity", f"assigns .{node.attr}", offset)
             if node.attr in _DUNDER_ATTRS:
                 self.flag(node, _DUNDER_ATTRS[node.attr], f".{node.attr}", offset)
             elif node.attr in ("history_manager", "ast_transformers", "input_transformers_cleanup",
@@ -546,6 +579,10 @@ class _Scanner:
             target = self.resolve(node.args[0])
             if target and "()" not in target and (target.startswith(_PATCH_TARGETS) or target.startswith("<")):
                 self.flag(node, "monkeypatch", f"{clean.split('.')[-1]}({target.replace('()', '')}, ...)", offset)
+        if clean in ("<builtin>.getattr", "<builtin>.setattr", "<builtin>.delattr") and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value in {*_NAMED_ATTRS, *_WATCH_NAMES}:
+            self.flag(node, _NAMED_ATTRS.get(node.args[1].value, "integrity"), f"{clean.split('.')[-1]}(..., "
+                      f"{node.args[1].value!r})", offset)
         if clean == "<builtin>.getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
             target = self.resolve(node.args[0])
             if target and not target.startswith("<builtin>"):

@@ -257,6 +257,10 @@ def checker_evidence(folder: Path) -> list[Any]:
             nb = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if not (nb.get("metadata", {}).get("course_grade") or {}).get("pipeline"):
+            found.append(Flag(index=0, cell=path.stem, line=0, rule="outside-pipeline",
+                              text="autograded outside `course grade` (the formgrader's Autograde button?): no scan, "
+                                   "no similarity, no manual views; `course grade` it to decide on its evidence"))
         for index, cell in enumerate(nb.get("cells", [])):
             meta = cell.get("metadata", {})
             for item in meta.get("course_checker", {}).get("evidence", []) or []:

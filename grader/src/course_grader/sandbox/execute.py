@@ -21,6 +21,7 @@ from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
 
 from course_grader.grading.checker import checker_enabled
+from course_grader.grading.runner import PIPELINE_ENV
 from course_grader.sandbox.bubblewrap import (
     GiB,
     MiB,
@@ -73,7 +74,9 @@ class SandboxedExecute(Execute):
             if hasattr(self, stale):
                 delattr(self, stale)
         try:
-            return self._preprocess(nb, resources, km)
+            nb, resources = self._preprocess(nb, resources, km)
+            nb.metadata[PIPELINE_MARK] = {"pipeline": os.environ.get(PIPELINE_ENV) == "1"}
+            return nb, resources
         finally:
             if getattr(self, "_checker", None) is not None:
                 self._checker.close()
@@ -277,6 +280,7 @@ class SandboxedExecute(Execute):
         return None
 
 
+PIPELINE_MARK = "course_grade"  # notebook metadata: which grading path autograded it (see runner.PIPELINE_ENV)
 INTERRUPT_GRACE = 5.0  # seconds an interrupted kernel has to answer before it is stopped
 
 

@@ -51,9 +51,10 @@ def _raise(path: str, assignment: str, lineno: int) -> ast.stmt:
 
 def _withhold_function(node: ast.FunctionDef | ast.AsyncFunctionDef, path: str, assignment: str) -> None:
     """Keep the signature and the docstring; the body only raises."""
-    doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
-        getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str) else None
-    node.body = [*([doc] if doc is not None else []), _raise(path, assignment, node.lineno)]
+    first = node.body[0] if node.body else None
+    is_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+              and isinstance(first.value.value, str))
+    node.body = [*([first] if is_doc and first is not None else []), _raise(path, assignment, node.lineno)]
 
 
 def rewrite_module(source: str, module: str, withheld: Iterable[str], assignment: str) -> str | None:
