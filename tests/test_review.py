@@ -437,3 +437,23 @@ def test_decisions_on_a_postgresql_gradebook():
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_package_pasted_verbatim_is_held_even_where_the_model_answer_is_the_package():
+    """Issue 33: normalised scores cannot tell a pasted reference from the canonical answer; the package's
+    own text (comments, docstrings, exact lines) can, short cells and canonical cells included."""
+    import inspect
+
+    from course_grader.grading.similarity import REFERENCE, compare_answers
+    import course_utils.attention as attention
+
+    reference = inspect.getsource(attention.softmax)
+    stub = 'def stable_softmax(x, dim=-1):\n    """Softmax of x along dim."""\n    raise NotImplementedError()\n'
+    honest = ("def stable_softmax(x, dim=-1):\n    z = x - x.max(dim=dim, keepdim=True).values\n"
+              "    e = z.exp()\n    return e / e.sum(dim=dim, keepdim=True)\n")
+    pasted_whole = reference.replace("def softmax(", "def stable_softmax(")
+    result = compare_answers("03", {"honest": {"c": honest}, "copier": {"c": pasted_whole}}, {"c": stub},
+                             {"c": {"course_utils.attention.softmax": reference}}, solutions={"c": reference})
+    held = {p.student for p in result.pairs if p.other == REFERENCE}
+    assert held == {"copier"}, result.pairs
+    assert "pasted from the public reference" in next(p for p in result.pairs if p.student == "copier").describe()

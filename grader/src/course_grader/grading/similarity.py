@@ -120,6 +120,15 @@ __all__ = [
 NGRAM = 5  # tokens per n-gram
 MIN_GRAMS = 30  # fewer distinct 5-grams beyond the stub (about four statements): not compared
 THRESHOLD = 0.7  # Jaccard from which a pair is reported and the submission held
+# The package's own text in an answer, character for character: lines of at least VERBATIM_CHARS
+# (stripped; not in the released stub) found in the reference's source. Held at VERBATIM_LINES such
+# lines of which one carries the package's own comment or docstring text, or VERBATIM_CODE_LINES
+# lines of code alone. Normalised scores cannot tell a pasted reference from an honest canonical
+# answer (on cells whose model answer *is* the package's code, and on cells too short to compare);
+# the package's comments, docstrings and exact spelling can, short cells included.
+VERBATIM_CHARS = 12
+VERBATIM_LINES = 2
+VERBATIM_CODE_LINES = 4
 COMMON_MIN, COMMON_SHARE = 10, 0.1  # n-grams in more answers than this are the class's common code
 REFERENCE = "reference"  # Pair.other for a comparison with the package's public reference
 
@@ -143,6 +152,8 @@ class Pair:
 
     def describe(self, student: str | None = None) -> str:
         """One line, from ``student``'s side (default: the first)."""
+        if self.reference.endswith(VERBATIM_NOTE):
+            return f"cell {self.cell}: {int(self.score)} lines pasted from the public reference {self.reference}"
         if self.reference:
             return f"cell {self.cell}: similarity {self.score:.2f} to the public reference {self.reference}"
         whom = self.other if student in (None, self.student) else self.student
@@ -507,6 +518,13 @@ def compare_answers(
             own = max(similarity(model, ref) for ref in refs.values())
             if own >= threshold:
                 result.canonical[gid] = round(own, 3)
+        for student, cells_ in sorted(answers.items()):  # the package pasted: every cell, short or canonical
+            if gid not in cells_:
+                continue
+            found = [(pasted(cells_[gid], src, given), path) for path, src in references.get(gid, {}).items()]
+            count, path = max(found, default=(0, ""))
+            if count:
+                result.pairs.append(Pair(assignment, gid, student, REFERENCE, float(count), path + VERBATIM_NOTE))
         for student, grams in sorted(kept.items()) if gid not in result.canonical else ():
             scored = [(similarity(grams, ref), path) for path, ref in refs.items()]
             if scored:
@@ -522,6 +540,31 @@ def compare_answers(
                 result.pairs.append(Pair(assignment, gid, a, b, round(score, 3)))
     result.pairs.sort(key=lambda p: (-p.score, p.cell, p.student, p.other))
     return result
+
+
+VERBATIM_NOTE = " (verbatim)"
+_PROSE = re.compile(r"[A-Za-z]{3,} [A-Za-z]{3,} [A-Za-z]{3,}")  # three words in a row: a docstring's text
+
+
+def _text_lines(source: str) -> list[str]:
+    return [line.strip() for line in source.splitlines() if len(line.strip()) >= VERBATIM_CHARS]
+
+
+def verbatim_lines(answer: str, reference: str, given: str = "") -> tuple[int, int]:
+    """``(lines, commented)``: how many lines of ``answer`` (not in the stub ``given``) appear,
+    character for character once stripped, in ``reference``'s source, and how many of those hold
+    text an author writes for readers (a comment or a docstring line)."""
+    known = set(_text_lines(reference))
+    stub = set(_text_lines(given))
+    found = [line for line in dict.fromkeys(_text_lines(answer)) if line in known and line not in stub]
+    commented = sum(1 for line in found if "#" in line or _PROSE.search(line) is not None)
+    return len(found), commented
+
+
+def pasted(answer: str, reference: str, given: str = "") -> int:
+    """The number of pasted lines when ``answer`` holds enough of ``reference`` verbatim to be held, else 0."""
+    lines, commented = verbatim_lines(answer, reference, given)
+    return lines if (lines >= VERBATIM_LINES and commented) or lines >= VERBATIM_CODE_LINES else 0
 
 
 def _common(prints: Iterable[frozenset]) -> frozenset:
