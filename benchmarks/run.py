@@ -30,6 +30,7 @@ def main() -> int:
         ["bench_gpt.py"] + (["--repeats", "1"] if args.quick else []),
         ["bench_notebooks.py", "--profiles", *profiles],
         ["bench_grading.py"] + (["--students", "6"] if args.quick else []),
+        ["bench_lms.py"] + (["--repeats", "2"] if args.quick else []),
     ]
     failed = []
     for script, *rest in runs:

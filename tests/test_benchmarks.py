@@ -27,3 +27,9 @@ def test_gpt_benchmark_reports_identical_tokens(tmp_path):
     _run(tmp_path, "bench_gpt.py", "--repeats", "1", "--small")
     text = (tmp_path / "gpt-cpu.md").read_text()
     assert "identical tokens with and without the cache in every configuration: **yes**" in text.lower()
+
+
+def test_lms_benchmark_checks_the_round_trip_and_writes_a_table(tmp_path):
+    _run(tmp_path, "bench_lms.py", "--students", "30", "--assignments", "2", "--repeats", "1")
+    text = (tmp_path / "lms.md").read_text()
+    assert "| canvas round trip |" in text and "every round trip checked" in text and "Machine:" in text
