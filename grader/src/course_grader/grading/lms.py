@@ -438,14 +438,15 @@ def ags_scores(grades: Sequence[AssignmentGrade], user_ids: Mapping[str, str], c
     ``user_ids`` (nbgrader id -> LTI user id). A final grade is ``FullyGraded`` with its
     ``scoreGiven``; a held or ungraded one ``PendingManual`` without a score."""
     stamp = _timestamp(now)
-    maxima = _maxima(grades)
+    by_assignment: dict[str, list[AssignmentGrade]] = defaultdict(list)
+    for grade in grades:
+        if grade.student in user_ids:
+            by_assignment[grade.assignment].append(grade)
     entries = []
-    for assignment, maximum in maxima.items():
+    for assignment, maximum in _maxima(grades).items():
         item = config.item(assignment)
         scores = []
-        for grade in grades:
-            if grade.assignment != assignment or grade.student not in user_ids:
-                continue
+        for grade in by_assignment[assignment]:
             score: dict[str, Any] = {"userId": user_ids[grade.student]}
             if grade.score is not None:
                 score["scoreGiven"] = round(grade.score, 4)
