@@ -299,6 +299,7 @@ class _Session:
         before = [_snapshot(a) for a in watched]
         inputs = [t for t in checks._tensors_in((args, kwargs)) if t.requires_grad]
         mixing: list[checks._DeviceMixing] = []
+        logs: list[checks.AllocationLog] = []
         contexts = []
         for mode in request.get("modes", []):
             if mode[0] == "device_mixing":
@@ -310,6 +311,9 @@ class _Session:
                 contexts.append(checks.own_work(*mode[1], name=mode[2]))
             elif mode[0] == "banned":
                 contexts.append(checks.banned_calls(*mode[1], name=mode[2]))
+            elif mode[0] == "allocations":  # checks.AllocationLog: what the call allocates, recorded here
+                logs.append(checks.AllocationLog())
+                contexts.append(logs[-1])
         watching = any(mode[0] in ("own_work", "banned") for mode in request.get("modes", []))
         _AUDIT.clear()
         profile = _enter(contexts)
@@ -368,6 +372,8 @@ class _Session:
             reply["graph"] = self.counter
         if mixing and mixing[0].found:
             reply["mixing"] = mixing[0].found
+        if logs:
+            reply["allocations"] = logs[0].report()
         return reply
 
     def op_backward(self, request: dict) -> dict:

@@ -4,6 +4,8 @@
   whose messages students read (``CheckFailed``, ``leaves_unchanged``, ``substitute``).
 - :mod:`course_utils.checks.probes` -- behaviour students get wrong without noticing: devices
   and dtypes, gradients, generators.
+- :mod:`course_utils.checks.allocations` -- ``AllocationLog``: the tensors a call allocates (the
+  largest, the live peak) and the widths of its reductions.
 - :mod:`course_utils.checks.integrity` -- the answer is the student's own work (``own_work``,
   ``check_defined_here``, ``banned_calls``), and the hooks the grader's checker uses.
 
@@ -27,6 +29,7 @@ from course_utils.checks.assertions import (  # noqa: F401
     substitute,
 )
 from course_utils.checks.integrity import _REMOTE_MODES  # noqa: F401
+from course_utils.checks.allocations import AllocationLog
 from course_utils.checks.integrity import banned_calls, check_defined_here, own_work
 from course_utils.checks.probes import _DeviceMixing, _NewTensorsOnMeta  # noqa: F401
 from course_utils.checks.probes import check_backward, check_device_dtype, check_generator
@@ -44,6 +47,7 @@ __all__ = [
     "check_device_dtype",
     "check_backward",
     "check_generator",
+    "AllocationLog",
     "own_work",
     "check_defined_here",
     "banned_calls",

@@ -641,6 +641,10 @@ class Checker:
             for mode, owner in checks._REMOTE_MODES:
                 if mode[0] == "device_mixing" and not owner.found:
                     owner.found.extend(str(f) for f in found)
+        if "allocations" in reply:  # checks.AllocationLog: the kernel's record of the call
+            for mode, owner in checks._REMOTE_MODES:
+                if mode[0] == "allocations":
+                    owner.absorb(reply["allocations"])
         result = self.dec(reply["value"])
         if "graph" in reply and torch.is_grad_enabled():
             outputs = [t for t in checks._tensors_in(result) if t.requires_grad]

@@ -1,0 +1,155 @@
+"""A probe of what a call allocates: every tensor its operators create, the live peak, and the
+reductions (max, sum, ...) it takes with their widths. Notebook 13's tests use it to prove that
+tiled attention never builds a ``T_q x T_k`` tensor and that the online softmax reads a row one
+block at a time.
+
+``tracemalloc`` sees nothing of torch's CPU tensors and ``torch.profiler`` reports allocations per
+operator, not what is alive at once; a ``TorchDispatchMode`` sees every tensor every ATen operator
+returns, on any device, whatever Python code called it.
+
+While a notebook is graded the student's functions run in their kernel, not in the checker: like
+the device probes of :mod:`course_utils.checks.probes`, entering an :class:`AllocationLog`
+registers it in ``_REMOTE_MODES``, the kernel's agent records the call under its own log and sends
+the summary (:meth:`AllocationLog.report`) back, and :meth:`AllocationLog.absorb` adds it to this one.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from course_utils.checks.integrity import _REMOTE_MODES
+
+__all__ = ["AllocationLog"]
+
+# ATen reductions whose width is recorded: name -> kind ("max" or "sum")
+_REDUCTIONS = {"amax": "max", "max": "max", "amin": "max", "min": "max", "sum": "sum", "mean": "sum",
+               "logsumexp": "sum", "_softmax": "sum", "_log_softmax": "sum", "nansum": "sum", "prod": "sum"}
+_MAX_RECORDED = 20_000  # reductions kept in order (a long Python loop records more; they are counted)
+
+
+def _reduced_width(name: str, args: tuple, kwargs: dict) -> int | None:
+    """How many entries one output element of a reduction reads (``None``: not a reduction)."""
+    if name not in _REDUCTIONS or not args or not isinstance(args[0], torch.Tensor):
+        return None
+    x = args[0]
+    dims: Any = args[1] if len(args) > 1 else kwargs.get("dim")
+    if isinstance(dims, torch.Tensor):  # max.other / min.other: elementwise, not a reduction
+        return None
+    if dims is None or dims == [] or dims == ():
+        return x.numel()
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if x.dim() == 0:
+        return 1
+    return math.prod(x.shape[d] for d in dims)
+
+
+class AllocationLog(TorchDispatchMode):
+    """``with AllocationLog() as log: fn(...)``, then:
+
+    - ``log.largest``: elements of the largest tensor any operator created (``log.largest_shape``,
+      ``log.largest_op`` say which); views and in-place results share their input's storage and
+      are not new tensors;
+    - ``log.peak_bytes`` / ``log.total_bytes``: the most bytes of new tensors alive at once, and
+      all bytes created;
+    - ``log.reductions``: ``(kind, width)`` of each max-like (``"max"``) and sum-like (``"sum"``)
+      reduction, in order (``width``: entries one result reads), and ``log.n_reductions``;
+    - ``log.ops``: how many times each ATen operator ran.
+
+    Slow (Python bookkeeping per operator): never time code inside it.
+    """
+
+    remote = ("allocations",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+        self.largest_shape: tuple[int, ...] = ()
+        self.largest_op = ""
+        self.peak_bytes = self.total_bytes = self._now = 0
+        self.reductions: list[tuple[str, int]] = []
+        self.n_reductions = 0
+        self.ops: dict[str, int] = {}
+        self._live: dict[tuple[str, int], int] = {}
+
+    def __enter__(self) -> "AllocationLog":
+        _REMOTE_MODES.append((self.remote, self))
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
+        return super().__exit__(*exc)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = func.overloadpacket.__name__
+        self.ops[name] = self.ops.get(name, 0) + 1
+        width = _reduced_width(name, args, kwargs)
+        if width is not None:
+            self.n_reductions += 1
+            if len(self.reductions) < _MAX_RECORDED:
+                self.reductions.append((_REDUCTIONS[name], int(width)))
+        inputs = {(str(t.device), t.untyped_storage().data_ptr())
+                  for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+        for value in tree_flatten(out)[0]:
+            if isinstance(value, torch.Tensor):
+                self._record(value, name, inputs)
+        return out
+
+    def _record(self, value: torch.Tensor, op: str, inputs: set[tuple[str, int]]) -> None:
+        storage = value.untyped_storage()
+        nbytes = storage.nbytes()
+        key = (str(value.device), storage.data_ptr())
+        if nbytes == 0 or key in self._live or key in inputs:
+            return  # a view, or an in-place result, of a storage that already existed
+        elements = nbytes // max(value.element_size(), 1)
+        if elements > self.largest:
+            self.largest, self.largest_shape, self.largest_op = elements, tuple(value.shape), op
+        self._live[key] = nbytes
+        self._now += nbytes
+        self.total_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self._now)
+        if value.device.type != "meta":
+            weakref.finalize(storage, self._free, key)
+
+    def _free(self, key: tuple[str, int]) -> None:
+        nbytes = self._live.pop(key, None)
+        if nbytes is not None:
+            self._now -= nbytes
+
+    def report(self) -> dict[str, Any]:
+        """The summary as plain data (what the kernel sends the checker)."""
+        return {"largest": self.largest, "largest_shape": list(self.largest_shape), "largest_op": self.largest_op,
+                "peak_bytes": self.peak_bytes, "total_bytes": self.total_bytes,
+                "reductions": [list(r) for r in self.reductions], "n_reductions": self.n_reductions, "ops": dict(self.ops)}
+
+    def absorb(self, report: Any) -> None:
+        """Add a call's :meth:`report` from another process (the kernel, while graded); a malformed
+        report adds nothing."""
+        try:
+            self._absorb(report)
+        except (TypeError, ValueError, AttributeError):
+            pass
+
+    def _absorb(self, report: Any) -> None:
+        if not isinstance(report, dict):
+            return
+        largest = int(report.get("largest", 0))
+        if largest > self.largest:
+            self.largest = largest
+            self.largest_shape = tuple(int(n) for n in report.get("largest_shape", ()))
+            self.largest_op = str(report.get("largest_op", ""))
+        self.peak_bytes = max(self.peak_bytes, int(report.get("peak_bytes", 0)))
+        self.total_bytes += int(report.get("total_bytes", 0))
+        for kind, width in list(report.get("reductions", []))[:_MAX_RECORDED]:
+            if len(self.reductions) < _MAX_RECORDED:
+                self.reductions.append((str(kind), int(width)))
+        self.n_reductions += int(report.get("n_reductions", 0))
+        for name, count in dict(report.get("ops", {})).items():
+            self.ops[str(name)] = self.ops.get(str(name), 0) + int(count)
