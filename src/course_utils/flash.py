@@ -14,7 +14,7 @@ Conventions (those of :mod:`course_utils.masking` and of ``F.scaled_dot_product_
   never NaN, in the forward pass or in the gradients (SDPA returns the same zeros).
 
 A *softmax state* of a set of scores ``s_j`` with values ``v_j`` is the triple ``(m, l, o)``:
-``m = max_j s_j``, ``l = sum_j exp(s_j - m)`` and ``o = sum_j exp(s_j - m) v_j`` (unnormalised);
+``m = max_j s_j``, ``ell = sum_j exp(s_j - m)`` and ``o = sum_j exp(s_j - m) v_j`` (unnormalised);
 the attention output is ``o / l`` and the log-sum-exp ``m + log l``. The empty state is
 ``(-inf, 0, 0)``. :func:`merge_softmax_states` combines two states of disjoint sets of keys.
 """
@@ -62,16 +62,16 @@ def online_softmax(x: torch.Tensor, block: int) -> torch.Tensor:
     if block < 1:
         raise ValueError(f"block must be a positive int, got {block}")
     m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
-    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    ell = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
     for start in range(0, x.shape[-1], block):
         chunk = x[..., start:start + block]
         m_new = torch.maximum(m, chunk.amax(dim=-1))
         shift = _finite_or_zero(m_new)
-        l = l * torch.exp(m - shift) + torch.exp(chunk - shift[..., None]).sum(dim=-1)
+        ell = ell * torch.exp(m - shift) + torch.exp(chunk - shift[..., None]).sum(dim=-1)
         m = m_new
     shift = _finite_or_zero(m)
-    safe_l = torch.where(l > 0, l, torch.ones_like(l))
-    return torch.exp(x - shift[..., None]) / safe_l[..., None]
+    safe_ell = torch.where(ell > 0, ell, torch.ones_like(ell))
+    return torch.exp(x - shift[..., None]) / safe_ell[..., None]
 
 
 def softmax_state(scores: torch.Tensor, values: torch.Tensor) -> SoftmaxState:
@@ -132,11 +132,11 @@ def naive_attention(
         s = s.masked_fill(~allowed, float("-inf"))
     m = _finite_or_zero(s.amax(dim=-1, keepdim=True).detach())
     p = torch.exp(s - m)
-    l = p.sum(dim=-1, keepdim=True)
-    nonempty = l > 0
-    safe_l = torch.where(nonempty, l, torch.ones_like(l))
-    out = (p / safe_l) @ v
-    lse = torch.where(nonempty, m + torch.log(safe_l), torch.full_like(l, float("-inf")))
+    ell = p.sum(dim=-1, keepdim=True)
+    nonempty = ell > 0
+    safe_ell = torch.where(nonempty, ell, torch.ones_like(ell))
+    out = (p / safe_ell) @ v
+    lse = torch.where(nonempty, m + torch.log(safe_ell), torch.full_like(ell, float("-inf")))
     return out, lse[..., 0]
 
 
@@ -183,7 +183,7 @@ def tiled_attention(
         q1 = min(q0 + block_q, T_q)
         q_blk = q[..., q0:q1, :].to(acc) * scale
         m = torch.full((*lead, q1 - q0), float("-inf"), dtype=acc, device=q.device)
-        l = torch.zeros((*lead, q1 - q0), dtype=acc, device=q.device)
+        ell = torch.zeros((*lead, q1 - q0), dtype=acc, device=q.device)
         o = torch.zeros((*lead, q1 - q0, v.shape[-1]), dtype=acc, device=q.device)
         k_end = min(T_k, q1) if causal else T_k  # key blocks past the last query are in its future
         for k0 in range(0, k_end, block_k):
@@ -199,13 +199,13 @@ def tiled_attention(
             shift = _finite_or_zero(m_new)
             alpha = torch.exp(m - shift)
             p = torch.exp(s - shift[..., None])
-            l = alpha * l + p.sum(dim=-1)
+            ell = alpha * ell + p.sum(dim=-1)
             o = alpha[..., None] * o + p @ v[..., k0:k1, :].to(acc)
             m = m_new
-        nonempty = l > 0
-        safe_l = torch.where(nonempty, l, torch.ones_like(l))
-        outs.append((o / safe_l[..., None]).to(q.dtype))
-        lses.append(torch.where(nonempty, _finite_or_zero(m) + torch.log(safe_l), torch.full_like(l, float("-inf"))))
+        nonempty = ell > 0
+        safe_ell = torch.where(nonempty, ell, torch.ones_like(ell))
+        outs.append((o / safe_ell[..., None]).to(q.dtype))
+        lses.append(torch.where(nonempty, _finite_or_zero(m) + torch.log(safe_ell), torch.full_like(ell, float("-inf"))))
     if not outs:  # T_q == 0
         return q.new_zeros((*lead, 0, v.shape[-1])), torch.zeros((*lead, 0), dtype=acc, device=q.device)
     return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)
