@@ -30,7 +30,7 @@ from course_utils.checks.assertions import (  # noqa: F401
 )
 from course_utils.checks.integrity import _REMOTE_MODES  # noqa: F401
 from course_utils.checks.allocations import AllocationLog
-from course_utils.checks.integrity import banned_calls, check_defined_here, own_work
+from course_utils.checks.integrity import banned_calls, by_value, check_defined_here, own_work
 from course_utils.checks.probes import _DeviceMixing, _NewTensorsOnMeta  # noqa: F401
 from course_utils.checks.probes import check_backward, check_device_dtype, check_generator
 
@@ -51,4 +51,5 @@ __all__ = [
     "own_work",
     "check_defined_here",
     "banned_calls",
+    "by_value",
 ]

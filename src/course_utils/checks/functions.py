@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["CumsumThen", "RollThen", "SquaredNorms", "CumsumTimesFlip"]
+__all__ = ["CumsumThen", "RollThen", "SquaredNorms", "CumsumTimesFlip", "TinyLM"]
 
 
 class CumsumThen(nn.Module):
@@ -57,3 +57,18 @@ class CumsumTimesFlip(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.cumsum(dim=0) * x.flip(0)
+
+
+class TinyLM(nn.Module):
+    """A tiny language model, ids ``(B, T)`` -> logits ``(B, T, V)``: an embedding ``wte``, dropout and a
+    linear head. What a training step does is the same for any model; this one holds none of a
+    notebook's answers, so its copy runs in the student's kernel while any notebook is graded."""
+
+    def __init__(self, vocab_size: int, d_model: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, d_model)
+        self.drop = nn.Dropout(dropout)
+        self.lm_head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.drop(self.wte(ids)))

@@ -439,7 +439,8 @@ class Checker:
         if ref and not self._withheld(ref):
             return {"$ref": ref}
         type_ref = _library_ref(type(obj))
-        if type_ref and not self._withheld(type_ref) and not (ref and self._withheld(ref)):  # the tests' own model or vocabulary, of a library class: sent by value
+        if type_ref and not (ref and self._withheld(ref)) and (
+                getattr(obj, "__course_by_value__", False) or not self._runs_withheld(obj)):  # the tests' own model or vocabulary, of a library class: sent by value
             # (pickled one way only: the kernel never sends a pickle back)
             buffer = io.BytesIO()
             try:
@@ -456,6 +457,27 @@ class Checker:
         number = len(self.callbacks) + 1
         self.callbacks[number] = obj
         return {"$callback": number}
+
+    def _runs_withheld(self, obj: Any) -> bool:
+        """Whether ``obj``'s own code (its class's methods, and each submodule's) is or calls a withheld
+        reference: the kernel's copy could not run it, so it is lent by callback and runs here."""
+        if not self.withheld:
+            return False
+        parts = [obj, *obj.modules()] if isinstance(obj, torch.nn.Module) else [obj]
+        for part in parts:
+            cls = type(part)
+            module = getattr(cls, "__module__", "") or ""
+            if not module.startswith("course_utils"):
+                continue
+            if self._withheld(f"{module}:{cls.__qualname__}"):
+                return True
+            local = {path.rpartition(".")[2] for path in self.withheld if path.startswith(module + ".")}
+            for klass in cls.__mro__:
+                for name, member in vars(klass).items():
+                    code = getattr(member, "__code__", None) if name != "__init__" else None  # a copy is never built
+                    if code is not None and local & set(code.co_names):
+                        return True
+        return False
 
     def _withheld(self, ref: str) -> bool:
         """Whether ``module:qualname`` is (inside) a reference the kernel's sandbox withholds."""
