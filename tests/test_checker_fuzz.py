@@ -806,9 +806,9 @@ def _reply_with(name: str, question: str, change: Any) -> list[tuple[str, str, b
     return script
 
 
-@pytest.mark.xfail(strict=True, reason="Checker.raw_request keeps every evidence item the kernel sends, checking "
-                   "each against a list (`str(item) not in self.evidence`): unbounded and quadratic, 20,000 items "
-                   "(160 KB) cost 8 s of the checker's own time, a million (8 MB) hours, and no deadline covers it")
+# Found by this fuzz (fixed): Checker.raw_request kept every evidence item the kernel sends, checking each
+# against a list (`str(item) not in self.evidence`): unbounded and quadratic, 20,000 items (160 KB) cost 8 s
+# of the checker's own time, a million (8 MB) hours, and no deadline covers it
 def test_the_kernels_evidence_is_bounded(guarded):
     _honest(guarded)
     items = [f"note {i}" for i in range(5000)]
@@ -819,10 +819,10 @@ def test_the_kernels_evidence_is_bounded(guarded):
     assert len(result.evidence) <= 100, f"{len(result.evidence)} evidence items kept ({time.monotonic() - started:.1f} s)"
 
 
-@pytest.mark.xfail(strict=True, reason="RemoteObject.__iter__ calls iter() on whatever the kernel answers, and "
-                   "wire.decode accepts a meta tensor of any shape: an `iter` answered with a meta tensor of "
-                   "shape [10**12] unbinds it in the checker (hours and all memory; 600,000 rows take ~5 s) while "
-                   "the deadline counts only time spent waiting for the kernel")
+# Found by this fuzz (fixed): RemoteObject.__iter__ called iter() on whatever the kernel answers, and
+# wire.decode accepts a meta tensor of any shape: an `iter` answered with a meta tensor of shape [10**12]
+# unbinds it in the checker (hours and all memory; 600,000 rows take ~5 s) while the deadline counts only time
+# spent waiting for the kernel
 def test_an_iterator_answered_with_a_huge_meta_tensor_fails_in_time(guarded):
     _honest(guarded)
     huge = {"$tensor": {"dtype": "float32", "shape": [600_000], "device": "meta", "stride": [1]}}

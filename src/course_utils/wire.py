@@ -126,6 +126,9 @@ def _decode_tensor(payload: dict) -> torch.Tensor:
     if any(n < 0 for n in shape):
         raise WireError("negative size")
     if payload.get("device") == "meta" or "data" not in payload:
+        itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
+        if math.prod(shape) * itemsize > MAX_BYTES:  # no data, but as large as the largest real tensor at most
+            raise WireError(f"a meta tensor of shape {shape[:8]} is larger than {MAX_BYTES >> 20} MiB")
         return torch.empty(shape, dtype=dtype, device="meta")
     raw = base64.b64decode(payload["data"])
     numel = math.prod(shape)

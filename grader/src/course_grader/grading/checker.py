@@ -60,6 +60,10 @@ _MAX_MESSAGE = 400 * 2**20
 _MAX_RECEIVED = int(os.environ.get("COURSE_CHECKER_MAX_BYTES", str(768 << 20)))
 
 
+CHECKER_GRACE = 30.0  # seconds the checker process may run past a cell's limit before it is restarted
+MAX_EVIDENCE = 50  # evidence items kept per test cell (the kernel's to send: bounded)
+
+
 class CheckerError(RuntimeError):
     """The kernel did not answer the checker as the protocol says (a crash, a time-out, garbage)."""
 
@@ -346,6 +350,8 @@ class RemoteObject:
 
     def __iter__(self) -> Any:
         it = self._unary("iter")
+        if isinstance(it, (torch.Tensor, np.ndarray)):  # a handle never stands for a tensor: garbage
+            raise CheckerError("the kernel answered an iteration with a tensor")
         return it if isinstance(it, RemoteObject) else iter(it)
 
     def __next__(self) -> Any:
@@ -426,6 +432,7 @@ class Checker:
         self.versions: dict[int, int] = {}
         self.sent_ids: dict[int, int] = {}
         self.evidence: list[str] = []
+        self._seen_evidence: set[str] = set()
         self.withheld: tuple[str, ...] = tuple(withheld)
         first = self.link.exchange({"op": "lookup", "names": []})
         self._sync_rng(first)
@@ -576,9 +583,11 @@ class Checker:
         while "callback" in reply or "callback_backward" in reply:  # the kernel calls one of our functions
             reply = self.link.exchange(self._run_callback(reply))
         self._sync_rng(reply)
-        for item in reply.get("evidence", []) if isinstance(reply.get("evidence"), list) else []:
-            if str(item) not in self.evidence:
-                self.evidence.append(str(item)[:300])
+        for item in (reply.get("evidence") or [])[:MAX_EVIDENCE] if isinstance(reply.get("evidence"), list) else []:
+            text = str(item)[:300]
+            if len(self.evidence) < MAX_EVIDENCE and text not in self._seen_evidence:
+                self._seen_evidence.add(text)
+                self.evidence.append(text)
         if "error" in reply:
             raise _mirror(reply["error"])
         if "value" not in reply:
@@ -919,6 +928,16 @@ class CheckerProcess:
             assert self.process.stdin is not None and self.process.stdout is not None
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
+            import select
+
+            # the cell's deadline bounds the time spent waiting for the kernel; this bounds the checker's
+            # own work too (a question it cannot answer in time is the kernel's garbage: it is restarted)
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout + CHECKER_GRACE)
+            if not ready:
+                self.process.kill()
+                self.process.wait()
+                self.__init__()  # type: ignore[misc] # a fresh checker for the notebook's next cells
+                return CheckResult(False, "GradingError", "the tests ran past the cell's time limit", timed_out=True)
             line = self.process.stdout.readline()
             reply = json.loads(line)
             return CheckResult(bool(reply["ok"]), str(reply.get("ename", "")), str(reply.get("evalue", "")),
