@@ -31,6 +31,7 @@ EXPECTED = {
                      "causal_mask(2, 5)", "cached", "new"]),
     "gqa_groups": ({}, ["multi-head", "grouped-query", "multi-query", "repeat_kv(k, n_rep=3)", "right:", "wrong:"]),
     "rope_pairings": ({}, ["interleaved", "rotate-half", "notebook 06", "this notebook", "0", "7"]),
+    "flash_tiles": ({}, ["skipped", "mask", "$Q_0$", "$K_3, V_3$", "running max", "never in memory"]),
     "moe_routing": ({}, ["router", "expert 1 (an FFN)", "expert 3 (an FFN)", "empty", "dropped", "✗",
                         "capacity"]),
 }
@@ -44,6 +45,7 @@ NOTEBOOKS = {
     "10_gpt": ["kv_cache"],
     "11_modern_lm": ["gqa_groups", "rope_pairings"],
     "12_vit_moe": ["moe_routing"],
+    "13_attention_at_scale": ["flash_tiles"],
 }
 
 

@@ -12,6 +12,8 @@ of :data:`ROLES` and the two helpers :func:`box` and :func:`arrow`.
 - :func:`gqa_groups`, :func:`rope_pairings` -- notebook 11: grouped-query heads, and the
   interleaved and rotate-half pairings of RoPE.
 - :func:`moe_routing` -- notebook 12: top-1 routing with a capacity, and a dropped token.
+- :func:`flash_tiles` -- notebook 13: the query-block x key-block grid of tiled attention, the
+  running ``(m, l, o)`` state of one query block, and the causal tiles that are skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ __all__ = [
     "gqa_groups",
     "rope_pairings",
     "moe_routing",
+    "flash_tiles",
 ]
 
 # (face colour, edge colour) of each kind of part, the same in every diagram
@@ -461,5 +464,42 @@ def moe_routing(choices: Sequence[int] = (0, 1, 0, 2, 1, 0), n_experts: int = 3,
             box(ax, sx, y - 0.15, 0.8, 0.55, "empty", "ghost", fontsize=8, ls="--", color="#999999")
     _note(ax, 6.5, -0.55, "slots are served in token order (with top-2: every first choice before any second choice);\n"
           "the output of a kept token is $x + g\\,\\mathrm{FFN}_e(x)$", size=9)
+    fig.tight_layout()
+    return fig
+
+
+def flash_tiles(n_q: int = 4, n_k: int = 4, causal: bool = True, row: int = 2) -> Figure:
+    """Tiled attention's grid: ``n_q`` query blocks (rows) by ``n_k`` key blocks (columns), each tile
+    marked computed, masked on the diagonal, or skipped (causal); query block ``row`` sweeps its key
+    blocks left to right, carrying only its state ``(m, l, o)`` from one tile to the next."""
+    fig, (ax,) = _canvas(1, (10.5, 5.2), (-1.6, n_k + 6.4), (-1.3, n_q + 1.1))
+    ax.set_title("tiled (flash) attention: one $B_q \\times B_k$ tile of scores at a time"
+                 + (", causal" if causal else ""), fontsize=11)
+    for i in range(n_q):
+        y = n_q - 1 - i + 0.5
+        box(ax, -0.9, y, 0.9, 0.8, f"$Q_{i}$", "decoder", fontsize=10)
+        for j in range(n_k):
+            x = j + 0.5
+            skipped = causal and j > i * n_k / n_q + (n_k / n_q - 1) + 1e-9
+            diagonal = causal and not skipped and (j + 1) * n_q > i * n_k + 1e-9 and j * n_q < (i + 1) * n_k
+            if skipped:
+                box(ax, x, y, 0.9, 0.8, "skipped", "ghost", fontsize=7.5, ls="--", color="#999999")
+            else:
+                role = "alert" if diagonal else ("attention" if i == row else "neutral")
+                box(ax, x, y, 0.9, 0.8, "mask" if diagonal else "$S_{%d%d}$" % (i, j), role, fontsize=8.5)
+    for j in range(n_k):
+        box(ax, j + 0.5, n_q + 0.55, 0.9, 0.6, f"$K_{j}, V_{j}$", "encoder", fontsize=9)
+    y = n_q - 1 - row + 0.5
+    last = min(n_k - 1, int(row * n_k / n_q + n_k / n_q - 1)) if causal else n_k - 1
+    for j in range(last):
+        arrow(ax, (j + 0.5 + 0.25, y - 0.5), (j + 1.5 - 0.25, y - 0.5), color=ROLES["attention"][1], rad=0.35)
+    box(ax, n_k + 2.6, y, 3.6, 1.5, "state of $Q_{%d}$, kept on chip:\n$m$ running max, $\\ell$ running sum,\n"
+        "$o$ unnormalised output" % row, "cache", fontsize=9)
+    arrow(ax, (last + 0.95, y), (n_k + 0.8, y), color=ROLES["cache"][1])
+    _note(ax, n_k + 2.6, y - 1.35, "per tile: $m\' = \\max(m, \\max_j s_j)$,\n"
+          "$\\ell \\leftarrow e^{m - m\'}\\ell + \\sum_j e^{s_j - m\'}$, $o \\leftarrow e^{m - m\'} o + e^{S - m\'} V_j$;\n"
+          "at the end: out $= o / \\ell$, lse $= m + \\log \\ell$", size=8.5, ha="center")
+    _note(ax, (n_k - 1.6) / 2, -0.75, "never in memory: the whole $T_q \\times T_k$ matrix"
+          + ("; tiles above the diagonal are never computed" if causal else ""), size=9)
     fig.tight_layout()
     return fig
