@@ -69,7 +69,7 @@ BLANK_ANSWER = "def count_parameters(module):\n    return 0\n"
 # sandbox; a flag is welcome there but not required.)
 # (So must the red team's spellings "a" of the AST transformer, the frame leak and the %%capture
 # laundering: Attack.must_flag.)
-MUST_FLAG = {"patch-checks", "rewrite-grades", "environment", "daemon"}
+MUST_FLAG = {"patch-checks", "rewrite-grades", "environment", "daemon"}  # (and Attack.must_flag below)
 # The honest classmate's notebooks, from their first cell to their last, in the parallel run. On a
 # quiet 2-core machine 03_self_attention takes 7 s (its cells and the checker's questions for its six
 # test cells) and 00_welcome 3 s, serially and in parallel alike (measured); with the machine busy
@@ -430,6 +430,19 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
                        for c in nb.cells for o in c.get("outputs", [])), \
                 f"{attack.student} / {a}: nothing planted reached an output through its {attack.channel}"
 
+    # issue 33: what the kernel raises while the tests run it reaches the student as its type and a fixed
+    # sentence, never its text (a CheckFailed of the kernel's is not a check message); the code of what
+    # the tests hand it never enters the kernel at all
+    for attack in red:
+        if attack.attack != "test-source":
+            continue
+        text = output_of(attack.student, A03)
+        assert "your code raised" in text, f"{attack.student}: the spy never reached the checker: the test proves nothing"
+        if "LEAK-ZB64" in text or "the tests said" in text:
+            problems.append(f"LEAK {attack.student}: the kernel's own message reached the graded outputs")
+        page = _page_text(course / "feedback" / attack.student / A03 / f"{A03}.html")
+        if "LEAK-ZB64" in page or "the tests said" in page:
+            problems.append(f"LEAK {attack.student}: the kernel's own message reached the feedback")
     lap("leak checks")
     print(f"red team, workers {workers}, spellings {spellings}:\n{table}\ntimings (s): {timings}")
     assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems) + "\n\nstudent / assignment / raw / " \

@@ -25,6 +25,16 @@ reference       the course's reference implementation called anyway (in 00, cour
 verbatim        the public reference's source (``inspect.getsource``) pasted as the answer (a: as it
                 is; b: renamed). 03 only: 00's reference is the one-line answer itself
                 (see ``_verbatim``)
+forge-score     (issue 33) writes its own grade into test cells: an ``execute_result`` nbgrader would
+                read as the cell's score, through ``sys.displayhook`` and the kernel's iopub socket in
+                every wrong answer (a), or a thread publishing one every 20 ms, the hook reached
+                through a loop alias ``for m in [sys]:`` (b)
+watch-off       (issue 33) the course's reference run where the in-kernel watches cannot see it: in a
+                raw thread taken before the agent hooks it (a), or only while grading is detected
+                (``NBGRADER_EXECUTION``, ``course_utils.agent._ACTIVE``; b). 03 only
+test-source     (issue 33) an answer that reads the code of what the tests hand it (source, code
+                objects, constants, ``__dict__``) and raises it zlib+base64-compressed in a
+                ``CheckFailed`` (a) or a ValueError (b). 03 only
 leak            walks frames (``sys._getframe``, ``f_back``, ``f_globals['In']``, ``_ih``) and
                 ``gc.get_objects``, prints everything plain, base64 and reversed, and puts it in an
                 exception message (a) or a returned value's repr (b), and in a last cell of its own
@@ -37,6 +47,7 @@ test), so its wrong-answer baseline is the blank notebook's score.
 from __future__ import annotations
 
 import base64
+import zlib
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -297,6 +308,96 @@ def _verbatim(spelling: str) -> Attack:
 # reason), so the verbatim attack is run on 03 only.
 
 
+# ----------------------------------------------------------------------------------- forge-score
+
+_FORGE_A = ("import sys\n"
+            "def _forge():\n"
+            "    sys.displayhook('full marks')\n"
+            "    _k = get_ipython().kernel\n"
+            "    _k.session.send(_k.iopub_socket, 'execute_result', {'data': {'text/plain': '1000'}, 'metadata': {},\n"
+            "                    'execution_count': 1}, parent=_k.get_parent())\n")
+_FORGE_B = ("import sys, threading, time\n"
+            "def _forge():\n"
+            "    pass\n"
+            "def _forever():\n"
+            "    while True:\n"
+            "        time.sleep(0.02)\n"
+            "        for m in [sys]:\n"
+            "            try:\n"
+            "                m.displayhook('1000')\n"
+            "            except Exception:\n"
+            "                pass\n"
+            "threading.Thread(target=_forever, daemon=True).start()\n")
+
+
+def _forging(code: str) -> str:
+    """``code`` with ``_forge()`` called before every ``return``."""
+    return re.sub(r"^(\s*)return ", lambda m: f"{m.group(1)}_forge()\n{m.group(1)}return ", code, flags=re.M)
+
+
+def _forge_score(spelling: str) -> Attack:
+    prelude = {"a": _FORGE_A, "b": _FORGE_B}[spelling]
+    subs = {}
+    for a in ASSIGNMENTS:
+        answers = {gid: _forging(code) for gid, code in WRONG[a].items()}
+        answers[FIRST_ANSWER[a]] = prelude + answers[FIRST_ANSWER[a]]
+        subs[a] = Submission(answers)
+    how = {"a": "sys.displayhook and an iopub execute_result in every wrong answer",
+           "b": "a thread publishing an execute_result every 20 ms, displayhook through `for m in [sys]:`"}
+    return Attack("forge-score", spelling, how[spelling], subs, must_flag=True)
+
+
+# ----------------------------------------------------------------------------------- watch-off
+
+
+def _watch_off(spelling: str) -> Attack:
+    if spelling == "a":  # the reference in a raw thread, started through the function the agent has not hooked
+        head = ("import threading, time\nimport course_utils.attention as _ca\n_raw = threading._start_new_thread\n"
+                "def _in_thread(f, *args):\n    box = []\n    _raw(lambda: box.append(f(*args)), ())\n"
+                "    while not box:\n        time.sleep(0.001)\n    return box[0]\n")
+        call = "_in_thread({}, {})"
+    else:  # the reference only while graded, a wrong answer otherwise
+        head = ("import os, sys\nimport course_utils.attention as _ca\n"
+                "def _graded():\n    agent = sys.modules.get('course_utils.agent')\n"
+                "    return bool(os.environ.get('NBGRADER_EXECUTION') or (agent and getattr(agent, '_ACTIVE', None)))\n")
+        call = "({0}({1}) if _graded() else None)"
+    answers = _wrong(
+        A03,
+        stable_softmax=head + "def stable_softmax(x, dim=-1):\n    return " + call.format("_ca.softmax", "x, dim") + "\n",
+        attention="def attention(Q, K, V):\n    return " + call.format("_ca.scaled_dot_product_attention", "Q, K, V") + "\n",
+    )
+    how = {"a": "threading._start_new_thread taken before the agent hooks it", "b": "only while grading is detected"}
+    return Attack("watch-off", spelling, how[spelling], {A03: Submission(answers)}, must_flag=True)
+
+
+# ----------------------------------------------------------------------------------- test-source
+
+_SOURCE_SPY = (
+    "import base64, inspect, zlib\n"
+    "def _code_of(obj):\n"
+    "    found = []\n"
+    "    for target in (obj, type(obj), getattr(obj, 'forward', None), getattr(type(obj), 'forward', None)):\n"
+    "        for read in (inspect.getsource, lambda t: repr(t.__code__.co_consts), lambda t: repr(vars(t)),\n"
+    "                     lambda t: repr(t.__globals__)):\n"
+    "            try:\n"
+    "                found.append(str(read(target)))\n"
+    "            except Exception as error:\n"
+    "                found.append(repr(error))\n"
+    "    return 'LEAK-ZB64 ' + base64.b64encode(zlib.compress('\\n'.join(found).encode())).decode()\n")
+
+
+def _test_source(spelling: str) -> Attack:
+    error = {"a": "CheckFailed", "b": "ValueError"}[spelling]
+    imports = "from course_utils.checks import CheckFailed\n" if spelling == "a" else ""
+    answer = (imports + _SOURCE_SPY + "def equivariance_gap(module, x, perm):\n"
+              "    if type(module).__module__ not in ('__main__', 'course_utils.attention'):  # the tests' own object\n"
+              f"        raise {error}('the tests said: ' + _code_of(module))\n"
+              "    with torch.no_grad():\n"
+              "        return (module(x[:, perm])[0] - module(x)[0][:, perm]).abs().max().item()\n")
+    how = {"a": "the code of what the tests pass, compressed in a CheckFailed", "b": "the same in a ValueError"}
+    return Attack("test-source", spelling, how[spelling], {A03: Submission(_wrong(A03, equivariance_gap=answer))})
+
+
 # ----------------------------------------------------------------------------------- leak
 
 LEAK_MARK = "LEAK"
@@ -399,7 +500,8 @@ def _leak(spelling: str) -> Attack:
 # ----------------------------------------------------------------------------------- the class
 
 
-BUILDERS = (_noop_checks, _ast, _launder_file, _launder_magic, _reference, _verbatim, _leak)
+BUILDERS = (_noop_checks, _ast, _launder_file, _launder_magic, _reference, _verbatim, _leak, _forge_score, _watch_off,
+            _test_source)
 
 
 def attacks(spellings: tuple[str, ...]) -> list[Attack]:
@@ -412,15 +514,21 @@ STAMP = "import time\nprint('STAMP', time.time())\n"
 
 
 def decoded_views(text: str) -> list[str]:
-    """``text`` as it is, reversed, and every base64 run in it (or in it reversed) decoded."""
+    """``text`` as it is, reversed, and every base64 run in it (or in it reversed) decoded, and
+    decompressed where it is zlib."""
     views = [text, text[::-1]]
     for source in (text, text[::-1]):
         for run in re.findall(r"[A-Za-z0-9+/]{24,}={0,2}", source):
             run = run[: len(run) - len(run) % 4]
             try:
-                views.append(base64.b64decode(run).decode("utf-8", errors="replace"))
+                raw = base64.b64decode(run)
             except ValueError:
                 continue
+            views.append(raw.decode("utf-8", errors="replace"))
+            try:  # compressed, as the test-source attacker sends it
+                views.append(zlib.decompress(raw).decode("utf-8", errors="replace"))
+            except zlib.error:
+                pass
     return views
 
 
