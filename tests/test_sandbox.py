@@ -164,6 +164,22 @@ def test_an_endless_cell_is_interrupted_and_the_notebook_goes_on():
 
 
 @needs_bwrap
+def test_a_kernel_that_swallows_interrupts_costs_one_cell_limit_not_one_per_cell():
+    """Issue 33 item 6: interrupted at its limit, a kernel that ignores the interrupt is stopped after a
+    short grace, and every later cell fails at once (it cost a cell limit per remaining cell)."""
+    import time
+
+    stubborn = ("import time\nwhile True:\n    try:\n        time.sleep(0.05)\n    except KeyboardInterrupt:\n"
+                "        pass\n")
+    started = time.monotonic()
+    texts = run(stubborn, "print('never')", "print('never either')", "print('nor this')", timeout=4)
+    took = time.monotonic() - started
+    assert "CellTimeoutError" in texts[0] or "KeyboardInterrupt" in texts[0], texts
+    assert all(t.startswith("KernelStopped:") and "not run" in t for t in texts[1:]), texts
+    assert took < 4 + 5 + 15, f"{took:.0f} s: the stopped kernel's remaining cells cost time"
+
+
+@needs_bwrap
 def test_cpu_and_wall_time_limits_kill_the_kernel_and_say_so(monkeypatch):
     monkeypatch.setenv("COURSE_SANDBOX_CPU", "4")
     with pytest.raises(SandboxLimitError, match="Kernel died: the kernel used up its CPU-time limit of 4 s"):

@@ -73,11 +73,13 @@ class SandboxedExecute(Execute):
         for stale in ("_prelude", "_withheld_paths", "_kernel_stopped"):
             if hasattr(self, stale):
                 delattr(self, stale)
+        iopub = (self.raise_on_iopub_timeout, self.iopub_timeout)  # a stopped kernel changes them: this notebook only
         try:
             nb, resources = self._preprocess(nb, resources, km)
             nb.metadata[PIPELINE_MARK] = {"pipeline": os.environ.get(PIPELINE_ENV) == "1"}
             return nb, resources
         finally:
+            self.raise_on_iopub_timeout, self.iopub_timeout = iopub
             if getattr(self, "_checker", None) is not None:
                 self._checker.close()
                 self._checker = None
@@ -200,6 +202,8 @@ class SandboxedExecute(Execute):
 
     async def _stop_kernel(self, reason: str) -> None:
         self._kernel_stopped = reason
+        self.raise_on_iopub_timeout = False  # the stopped kernel's last outputs never come: do not wait
+        self.iopub_timeout = 1
         km = self.km
         try:
             if isinstance(km, SandboxKernelManager):
