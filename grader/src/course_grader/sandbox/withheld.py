@@ -32,14 +32,29 @@ _PACKAGE = "course_utils"
 def withheld_paths(source_notebook: Path) -> list[str]:
     """``course_utils.module.Name`` (or ``...Class.method``) of every reference that answers an
     exercise of ``source_notebook`` (the instructor's source, with its test cells)."""
+    import json
+
     import nbformat
 
+    # cached on disk per notebook and package version: finding them imports every course_utils module
+    # (seconds), once per graded notebook otherwise
+    key = hashlib.sha256(Path(source_notebook).read_bytes()).hexdigest()[:16] + "-" + _fingerprint(_package_dir(), [], "")
+    cached = _cache_root() / "paths" / f"{key}.json"
+    if cached.is_file():
+        try:
+            return [str(p) for p in json.loads(cached.read_text())]
+        except ValueError:
+            pass
     from course_grader.grading.similarity import reference_paths
 
     nb = nbformat.read(str(source_notebook), as_version=4)
-    found = {path for paths in reference_paths(nb).values() for path in paths
-             if path.startswith(_PACKAGE + ".")}
-    return sorted(found)
+    found = sorted({path for paths in reference_paths(nb).values() for path in paths
+                    if path.startswith(_PACKAGE + ".")})
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    temporary = cached.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(found))
+    os.replace(temporary, cached)
+    return found
 
 
 def _raise(path: str, assignment: str, lineno: int) -> ast.stmt:
