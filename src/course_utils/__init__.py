@@ -39,6 +39,8 @@ Notebook-facing modules, one concern each:
   (:mod:`course_utils.gguf_file` reads the file, :mod:`course_utils.gguf_weights` dequantises
   its tensors into a state dict).
 - :mod:`course_utils.lora` -- notebook 11: ``LoRALinear``, ``add_lora``, ``merge_lora``.
+- :mod:`course_utils.flash` -- notebook 13: the online softmax, softmax states and their merge,
+  tiled (flash) attention forward and its recomputing backward, naive attention, KV-cache bytes.
 - :mod:`course_utils.preference` -- notebook 14: response log-probs, the DPO loss, preference pairs,
   GRPO's group advantages and clipped loss, the date task's verifiers.
 - :mod:`course_utils.vit` -- notebook 12: the 8x8 digits, patches, patch embeddings, a ViT.

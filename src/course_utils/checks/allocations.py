@@ -11,6 +11,8 @@ While a notebook is graded the student's functions run in their kernel, not in t
 the device probes of :mod:`course_utils.checks.probes`, entering an :class:`AllocationLog`
 registers it in ``_REMOTE_MODES``, the kernel's agent records the call under its own log and sends
 the summary (:meth:`AllocationLog.report`) back, and :meth:`AllocationLog.absorb` adds it to this one.
+From the first report on, the log holds the kernel's records only: what the checker's own process
+allocates meanwhile is the protocol's work (encoding inputs, decoding replies), not the answer's.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class AllocationLog(TorchDispatchMode):
         self.n_reductions = 0
         self.ops: dict[str, int] = {}
         self._live: dict[tuple[str, int], int] = {}
+        self._remote = False  # a report from the kernel was absorbed: local operators no longer count
 
     def __enter__(self) -> "AllocationLog":
         _REMOTE_MODES.append((self.remote, self))
@@ -88,6 +91,8 @@ class AllocationLog(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        if self._remote:
+            return out
         name = func.overloadpacket.__name__
         self.ops[name] = self.ops.get(name, 0) + 1
         width = _reduced_width(name, args, kwargs)
@@ -140,6 +145,11 @@ class AllocationLog(TorchDispatchMode):
     def _absorb(self, report: Any) -> None:
         if not isinstance(report, dict):
             return
+        if not self._remote:  # from now on the answers run in the kernel: what this process allocated
+            self._remote = True  # was the protocol's own work (encoding inputs, decoding replies)
+            self.largest, self.largest_shape, self.largest_op = 0, (), ""
+            self.peak_bytes = self.total_bytes = 0
+            self.reductions, self.n_reductions, self.ops = [], 0, {}
         largest = int(report.get("largest", 0))
         if largest > self.largest:
             self.largest = largest
