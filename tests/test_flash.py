@@ -12,7 +12,7 @@ from course_utils.checks import AllocationLog
 from course_utils.flash import (
     TiledAttention,
     causal_tiles,
-    kv_cache_bytes,
+    decoder_kv_cache_bytes,
     merge_softmax_states,
     naive_attention,
     online_softmax,
@@ -170,12 +170,12 @@ def test_causal_tiles_kinds():
 
 def test_kv_cache_bytes_for_gpt_and_llama_configs():
     gpt = GPTConfig(vocab_size=65, n_layer=4, n_head=4, d_model=128)
-    assert kv_cache_bytes(gpt, T=100, batch=2, dtype=torch.float32) == 2 * 4 * 2 * 4 * 100 * 32 * 4
+    assert decoder_kv_cache_bytes(gpt, T=100, batch=2, dtype=torch.float32) == 2 * 4 * 2 * 4 * 100 * 32 * 4
     smol = LlamaConfig(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536)
-    assert kv_cache_bytes(smol, 2048, 1, torch.bfloat16) == 2 * 30 * 3 * 2048 * 64 * 2  # 45 MiB
+    assert decoder_kv_cache_bytes(smol, 2048, 1, torch.bfloat16) == 2 * 30 * 3 * 2048 * 64 * 2  # 45 MiB
     mha = LlamaConfig(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=9, d_ff=1536)
-    assert kv_cache_bytes(mha, 2048, 1, torch.bfloat16) == 3 * kv_cache_bytes(smol, 2048, 1, torch.bfloat16)
-    assert kv_cache_bytes({"n_layers": 2, "n_heads": 4, "n_kv_heads": 1, "d_model": 64}, 10, 1, torch.float16) == 2 * 2 * 1 * 10 * 16 * 2
+    assert decoder_kv_cache_bytes(mha, 2048, 1, torch.bfloat16) == 3 * decoder_kv_cache_bytes(smol, 2048, 1, torch.bfloat16)
+    assert decoder_kv_cache_bytes({"n_layers": 2, "n_heads": 4, "n_kv_heads": 1, "d_model": 64}, 10, 1, torch.float16) == 2 * 2 * 1 * 10 * 16 * 2
 
 
 def test_allocation_log_reports_and_absorbs_as_plain_data():

@@ -8,7 +8,8 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.profiles`  -- the ``COURSE_PROFILE`` switch (``ci``, ``cpu``, ``gpu``).
 - :mod:`course_utils.checks`    -- what exercise tests import, in three modules:
   :mod:`course_utils.checks.assertions` (readable assertions), :mod:`course_utils.checks.probes`
-  (devices, dtypes, gradients, generators), :mod:`course_utils.checks.integrity` (own work),
+  (devices, dtypes, gradients, generators), :mod:`course_utils.checks.allocations` (the tensors a
+  call allocates), :mod:`course_utils.checks.integrity` (own work),
   and :mod:`course_utils.checks.functions` (functions the tests hand to an answer that may
   transform them, as modules the kernel holds).
 - :mod:`course_utils.plotting`  -- attention heatmaps and training curves.
@@ -40,7 +41,8 @@ Notebook-facing modules, one concern each:
   its tensors into a state dict).
 - :mod:`course_utils.lora` -- notebook 11: ``LoRALinear``, ``add_lora``, ``merge_lora``.
 - :mod:`course_utils.flash` -- notebook 13: the online softmax, softmax states and their merge,
-  tiled (flash) attention forward and its recomputing backward, naive attention, KV-cache bytes.
+  tiled (flash) attention forward and its recomputing backward, naive attention, a decoder's KV-cache
+  bytes from notebook 10's or 11's config.
 - :mod:`course_utils.preference` -- notebook 14: response log-probs, the DPO loss, preference pairs,
   GRPO's group advantages and clipped loss, the date task's verifiers.
 - :mod:`course_utils.vit` -- notebook 12: the 8x8 digits, patches, patch embeddings, a ViT.

@@ -35,7 +35,7 @@ __all__ = [
     "tiled_attention_backward",
     "TiledAttention",
     "causal_tiles",
-    "kv_cache_bytes",
+    "decoder_kv_cache_bytes",
 ]
 
 SoftmaxState = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -305,7 +305,7 @@ def _config_value(config: Any, *names: str) -> Any:
     return None
 
 
-def kv_cache_bytes(config: Any, T: int, batch: int = 1, dtype: torch.dtype = torch.float32) -> int:
+def decoder_kv_cache_bytes(config: Any, T: int, batch: int = 1, dtype: torch.dtype = torch.float32) -> int:
     """Bytes of a decoder's KV cache holding ``T`` positions for ``batch`` sequences in ``dtype``:
     ``2 (K and V) x layers x batch x kv_heads x T x head_dim x bytes per element``.
 

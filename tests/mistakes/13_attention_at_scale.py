@@ -312,9 +312,9 @@ def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_m
         replace=(("                if causal and k1 - 1 > q0:\n                    rows", "                if False:\n                    rows"),),
         kind="logic",
     ),
-    # ---------------------------------------------------------------- kv_cache_bytes
+    # ---------------------------------------------------------------- decoder_kv_cache_bytes
     Mistake(
-        cell="kv_cache_bytes",
+        cell="decoder_kv_cache_bytes",
         name="n_heads instead of n_kv_heads (GQA ignored)",
         rejected_by=("test_kv_cache_bytes",),
         replace=(("n_layers, n_heads, n_kv_heads = config.n_layers, config.n_heads, config.n_kv_heads",
@@ -322,28 +322,28 @@ def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_m
         kind="logic",
     ),
     Mistake(
-        cell="kv_cache_bytes",
+        cell="decoder_kv_cache_bytes",
         name="K only (the factor 2 forgotten)",
         rejected_by=("test_kv_cache_bytes",),
         replace=(("return 2 * n_layers", "return n_layers"),),
         kind="logic",
     ),
     Mistake(
-        cell="kv_cache_bytes",
+        cell="decoder_kv_cache_bytes",
         name="4 bytes per element whatever the dtype",
         rejected_by=("test_kv_cache_bytes",),
         replace=(("torch.empty((), dtype=dtype).element_size()", "4"),),
         kind="dtype",
     ),
     Mistake(
-        cell="kv_cache_bytes",
+        cell="decoder_kv_cache_bytes",
         name="batch ignored",
         rejected_by=("test_kv_cache_bytes",),
         replace=(("2 * n_layers * batch * n_kv_heads", "2 * n_layers * n_kv_heads"),),
         kind="argument",
     ),
     Mistake(
-        cell="kv_cache_bytes",
+        cell="decoder_kv_cache_bytes",
         name="head_dim taken as d_model // n_kv_heads",
         rejected_by=("test_kv_cache_bytes",),
         replace=(("head_dim = config.d_model // n_heads", "head_dim = config.d_model // n_kv_heads"),),
@@ -473,10 +473,10 @@ def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_m
         ),
     ),
     Accepted(
-        cell="kv_cache_bytes",
+        cell="decoder_kv_cache_bytes",
         name="getattr with defaults and dtype.itemsize",
         source="""\
-def kv_cache_bytes(config, T, batch, dtype):
+def decoder_kv_cache_bytes(config, T, batch, dtype):
     layers = getattr(config, "n_layers", None) or getattr(config, "n_layer")
     heads = getattr(config, "n_heads", None) or getattr(config, "n_head")
     kv = getattr(config, "n_kv_heads", heads)
