@@ -306,3 +306,36 @@ def test_names_the_test_cell_binds_itself_are_never_asked_for():
     source = ("from course_utils.checks import check\ns_copy = torch.randn(3)\ncheck(f(s_copy) is not None, 'm')\n"
               "model = model.eval()\nys = [t * 2 for t in X_train]\ndef helper(arg):\n    return arg + W\n")
     assert _names_used(ast.parse(source)) == ["W", "X_train", "f", "model", "t", "torch"]
+
+
+def test_a_lent_object_leads_to_no_frame_module_or_builtin_of_the_checker(kernel, tmp_path):
+    """Blind red team, issue 33: a module the tests lend by callback reached the checker's frames through
+    ``module.parameters().gi_frame.f_globals`` and ran ``os.system`` as the grader. Nothing the checker
+    lends leads to a frame, code object, module or builtin function: generators come back as lists and
+    private/frame attributes are refused."""
+    marker = tmp_path / "PWNED"
+    answer = ("def spy(module):\n"
+              "    found = []\n"
+              "    for attempt in (\n"
+              "        lambda: getattr(getattr(module.parameters(), 'gi_' + 'frame'), 'f_' + 'globals')['inspect'].os,\n"
+              "        lambda: getattr(module, '_' + 'parameters'),\n"
+              "        lambda: getattr(module.forward, 'func_' + 'globals'),\n"
+              "    ):\n"
+              "        try:\n"
+              "            got = attempt()\n"
+              f"            got.system('touch {marker}')\n"
+              "            found.append('reached')\n"
+              "        except Exception as error:\n"
+              "            found.append(type(error).__name__)\n"
+              "    return len(list(module.parameters())), found\n")
+    test = ("### BEGIN HIDDEN TESTS\n"
+            "class Lent(torch.nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.w = torch.nn.Parameter(torch.ones(2))\n"
+            "    def forward(self, x):\n        return x * self.w\n"
+            "n, found = spy(Lent())\n"
+            "check(n == 1, 'parameters() still works through the stand-in')\n"
+            "check('reached' not in found, f'reached: {found}')\n"
+            "### END HIDDEN TESTS\n")
+    result = _check(kernel, answer, test)
+    assert not marker.exists(), "the kernel ran a command in the checker"
+    assert result.ok, result.evalue

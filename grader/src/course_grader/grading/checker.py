@@ -29,11 +29,14 @@ import base64
 import builtins
 import importlib
 import io
+import itertools
 import json
 import os
 import queue
+import re
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -460,7 +463,12 @@ class Checker:
                 return {"$object": base64.b64encode(buffer.getvalue()).decode("ascii"), "n": number}
         # anything else of the tests (a reference function, a helper class of a test cell, a lambda,
         # a reference the graded notebook's sandbox withholds): the kernel gets a stand-in that asks
-        # us (call, attributes, items, length, iteration); its code never leaves this process
+        # us (call, attributes, items, length, iteration); its code never leaves this process. Only
+        # the tests' own objects and library objects are lent: never a module, frame, code object,
+        # generator or builtin function (through which the kernel would run code here)
+        if not _lendable(obj):
+            raise CheckerError(f"the notebook's code asked the tests for an object they do not lend "
+                               f"({type(obj).__name__})")
         number = len(self.callbacks) + 1
         self.callbacks[number] = obj
         return {"$callback": number}
@@ -635,7 +643,7 @@ class Checker:
                     result = function(*args, **kwargs)
                 elif how == "getattr":
                     name = str(message.get("name"))
-                    if name.startswith("__"):
+                    if _UNLENT_ATTRIBUTE.match(name):  # private, frame, code and generator internals
                         raise AttributeError(name)
                     result = getattr(function, name)
                 elif how == "getitem":
@@ -648,6 +656,8 @@ class Checker:
                     result = next(function)
                 else:
                     raise CheckerError(f"the kernel asked the checker for {how!r}")
+            if isinstance(result, types.GeneratorType):  # (module.parameters()): its items, never its frame
+                result = list(itertools.islice(result, 100_000))
             reply: dict[str, Any] = {"return": self.enc(result)}
             outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
             if outputs:
@@ -792,6 +802,36 @@ def _library_ref(obj: Any) -> str | None:
     except Exception:  # noqa: BLE001
         return None
     return f"{module}:{qualname}" if found is obj else None
+
+
+_UNLENT_ATTRIBUTE = re.compile(r"^(_|gi_|f_|tb_|cr_|ag_|co_|func_|im_)")
+_NEVER_LENT = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.GeneratorType,
+               types.CoroutineType, types.AsyncGeneratorType, types.CellType)
+
+
+def _from_tests_or_library(module: Any) -> bool:
+    name = module if isinstance(module, str) else ""
+    return name == "__checker__" or (name.split(".")[0] in _LIBRARIES and name.split(".")[0] != "builtins")
+
+
+def _lendable(obj: Any) -> bool:
+    """Whether the checker may lend ``obj`` to the kernel by callback: the test cell's own functions,
+    classes and objects, and library ones; nothing through which the kernel could reach this process's
+    modules, frames or builtins."""
+    if isinstance(obj, _NEVER_LENT):
+        return False
+    if isinstance(obj, types.FunctionType):
+        return obj.__code__.co_filename == "<test cell>" or _from_tests_or_library(obj.__module__)
+    if isinstance(obj, types.MethodType):
+        return _lendable(obj.__self__) and _lendable(obj.__func__)
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        owner = getattr(obj, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            return _lendable(owner) or type(owner).__module__ == "builtins"
+        return _from_tests_or_library(getattr(obj, "__module__", None))
+    if isinstance(obj, type):
+        return _from_tests_or_library(obj.__module__)
+    return _from_tests_or_library(type(obj).__module__) or type(obj).__module__ in ("builtins", "functools")
 
 
 _MIRRORED = {name: getattr(builtins, name) for name in dir(builtins)
