@@ -401,16 +401,14 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
                                 f"e.g. {leaked[0]!r}")
 
     # -- the attacks did what they meant to (else the checks above prove nothing): those that switch
-    # the kernel's checks off got every visible test past the kernel (no error raised there: an error
-    # the checker records has a one-line traceback), so the checker is what stopped them
+    # the kernel's checks off reached the checker, which recorded a verdict for every test cell
     for attack in red:
         for a in attack.submissions if attack.fools_kernel else ():
             nb = read(course / "autograded" / attack.student / a / f"{a}.ipynb")
-            in_kernel = [nbgrader_meta(c)["grade_id"] for c in nb.cells
-                         if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")
-                         and any(o.get("output_type") == "error" and len(o.get("traceback", [])) > 1 for o in c.outputs)]
-            assert not in_kernel, f"{attack.student} / {a}: visible tests failed in the kernel ({in_kernel}): the attack " \
-                "never reached the checker"
+            unjudged = [nbgrader_meta(c)["grade_id"] for c in nb.cells
+                        if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")
+                        and "course_checker" not in c.get("metadata", {})]
+            assert not unjudged, f"{attack.student} / {a}: no verdict recorded for {unjudged}"
     # the leakers ran, and what they planted decodes (so the leak checks above prove something)
     visible = {a: sorted({line.strip() for c in read(course / "notebooks" / a / f"{a}.ipynb").cells
                           if nbgrader_meta(c).get("grade") for line in c.source.splitlines()
@@ -425,10 +423,15 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
                 assert recovered(visible[a], planted), \
                     f"{attack.student} / {a}: its {form.strip()} output decodes to no visible test line: the leak did not run"
             nb = read(course / "autograded" / attack.student / a / f"{a}.ipynb")
-            kind = {"exception": "error", "repr": "execute_result"}[attack.channel]
-            assert any(o.get("output_type") == kind and "LEAK-B64" in _output_text(o)
-                       for c in nb.cells for o in c.get("outputs", [])), \
-                f"{attack.student} / {a}: nothing planted reached an output through its {attack.channel}"
+            if attack.channel == "exception":  # issue 33: a test cell keeps no error of the kernel's
+                carried = [nbgrader_meta(c).get("grade_id") for c in nb.cells for o in c.get("outputs", [])
+                           if o.get("output_type") == "error" and "LEAK-B64" in _output_text(o)]
+                if carried:
+                    problems.append(f"LEAK {attack.student} / {a}: the kernel's exception message reached {carried}")
+            else:
+                assert any(o.get("output_type") == "execute_result" and "LEAK-B64" in _output_text(o)
+                           for c in nb.cells for o in c.get("outputs", [])), \
+                    f"{attack.student} / {a}: nothing planted reached an output through its {attack.channel}"
 
     # issue 33: what the kernel raises while the tests run it reaches the student as its type and a fixed
     # sentence, never its text (a CheckFailed of the kernel's is not a check message); the code of what

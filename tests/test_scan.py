@@ -254,3 +254,22 @@ def test_scan_submissions_and_the_flags_command(tmp_path, capsys, monkeypatch):
     with (tmp_path / "build" / "flags" / "t.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [(r["student"], r["rule"], r["cell"], r["line"]) for r in rows] == [("cheat", "reference", "top_p", "1")]
+
+
+def test_the_red_teams_spellings_are_flagged():
+    """Issue 33's blind red teams: hooks reached through loop and list aliases, threads started before a
+    watch, the agent's state read to detect grading."""
+    cases = {
+        "for m in [sys]:\n    m.displayhook('done')\n": "displayhook",
+        "import sys\nfor m in [sys]:\n    m.setprofile(None)\n": "setprofile",
+        "import threading\n_raw = threading._start_new_thread\n": "_start_new_thread",
+        "from concurrent.futures import ThreadPoolExecutor\n_pool = ThreadPoolExecutor(1)\n": "concurrent.futures",
+        "import sys\nagent = sys.modules.get('course_utils.agent')\n": "sys",
+        "import course_utils.agent as a\n": "course_utils.agent",
+        "x = get_ipython().kernel\nx.session.send(x.iopub_socket, 'execute_result', {})\n": "iopub_socket",
+        "import course_utils.checks as c\nthings = [c]\nthings[0].own_work = None\n": "own_work",
+        "def f(m):\n    return getattr(m, 'displayhook')\n": "displayhook",
+    }
+    for source, needle in cases.items():
+        flags = scan_notebook(_source(), _submission(source))
+        assert any(needle in str(flag) for flag in flags), (source, [str(f) for f in flags])

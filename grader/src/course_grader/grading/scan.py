@@ -105,6 +105,7 @@ _PREFIX_RULES: dict[str, str] = {
                      "os.startfile", "os.register_at_fork", "os.dup2", "pty", "pexpect", "signal", "resource",
                      "multiprocessing", "concurrent.futures.ProcessPoolExecutor", "asyncio.create_subprocess_exec",
                      "asyncio.create_subprocess_shell", "asyncio.subprocess", "atexit", "_thread", "sh", "plumbum",
+                     "threading", "concurrent.futures",
                      "<ipython>.system", "<ipython>.getoutput", "<ipython>.system_piped", "<ipython>.system_raw"],
                     "process"),
     **dict.fromkeys(["ctypes", "_ctypes", "cffi", "mmap"], "native"),

@@ -31,7 +31,7 @@ from course_grader.sandbox.bubblewrap import (
     sandbox_enabled,
     sandbox_problem,
 )
-from course_grader.sandbox.withheld import withheld_package, withheld_paths
+from course_grader.sandbox.withheld import course_withheld_paths, withheld_package
 
 __all__ = ["SandboxLimitError", "SandboxedExecute"]
 
@@ -147,17 +147,17 @@ class SandboxedExecute(Execute):
             await super().async_execute_cell(cell, cell_index, execution_count, store_history)
         finally:
             cell.source = full
-        # the kernel's outputs are the student's own: never a score (nbgrader would read one)
-        cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") in ("stream", "error")]
-        # a visible test that uses the course's reference of this notebook's exercise cannot run in
-        # the kernel (withheld there): the checker, which has it, decides that cell
-        withheld = [o for o in cell.outputs if o.get("output_type") == "error" and o.get("ename") == "ReferenceWithheld"]
-        errors = [o for o in cell.outputs if o.get("output_type") == "error" and o not in withheld]
-        if errors or getattr(self, "_kernel_stopped", None):
-            # the visible tests failed in the kernel (or it was stopped): no points either way
-            error = errors[0] if errors else _error_output("KernelStopped", self._kernel_stopped)
-            record_check(cell, CheckResult(False, str(error.get("ename", "")), str(error.get("evalue", ""))),
-                         show=not errors)
+        # What the kernel wrote is the student's to forge: no execute_result or display_data of it stays
+        # in a test cell (nbgrader would read one as the score), and no error of it either (its message
+        # is the kernel's to choose: hidden inputs it saw earlier, a fake check message). The checker
+        # runs the whole cell, the visible tests included, and its verdict is the one shown.
+        kernel_errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+        timed_out = any(o.get("ename") in ("CellTimeoutError", "KeyboardInterrupt") for o in kernel_errors)
+        if timed_out or getattr(self, "_kernel_stopped", None):
+            # the visible tests ran past the cell's limit (the checker would only wait as long again)
+            reason = getattr(self, "_kernel_stopped", None) or "the visible tests ran past the cell's time limit"
+            record_check(cell, CheckResult(False, "CellTimeoutError" if timed_out else "KernelStopped", reason))
             return cell
         if getattr(self, "_checker", None) is None:
             from course_grader.grading.checker import CheckerProcess
@@ -165,8 +165,6 @@ class SandboxedExecute(Execute):
             self._checker = CheckerProcess()
         result = await asyncio.to_thread(self._checker.check, self.km.get_connection_info(), full,
                                          self._checker_prelude(), float(self.timeout or 120), self._withheld())
-        if result.ok:  # the reference the kernel lacked was the tests' own, not the answer's
-            cell.outputs = [o for o in cell.outputs if o not in withheld]
         record_check(cell, result)
         if result.timed_out:
             await self._stop_kernel("a test of this cell ran past its time limit; the kernel was stopped, "
@@ -221,7 +219,7 @@ class SandboxedExecute(Execute):
         callback instead of asking the kernel to import them)."""
         if not hasattr(self, "_withheld_paths"):
             source = source_notebook(self.config, getattr(self, "_sandbox_resources", {}))
-            self._withheld_paths = withheld_paths(source) if source is not None and sandbox_enabled() else []
+            self._withheld_paths = course_withheld_paths(source) if source is not None and sandbox_enabled() else []
         return self._withheld_paths
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds the sync name to its own coroutine

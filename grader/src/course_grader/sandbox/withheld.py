@@ -8,7 +8,9 @@ and class that answers one of *that* assignment's exercises (its public referenc
 ``raise ReferenceWithheld(...)``. The copy holds no source of those bodies at all, and no
 bytecode of them; everything else (later notebooks import what earlier ones built) is unchanged.
 
-- :func:`withheld_paths` -- the dotted paths withheld for one source notebook;
+- :func:`withheld_paths` -- the dotted paths of one source notebook's answers (where they are
+  defined too); :func:`course_withheld_paths` -- those and every later assignment's, what grading
+  that notebook withholds;
 - :func:`withheld_package` -- the rewritten package folder for those paths (built once per
   package version and set of paths, then reused: it is read-only and holds nothing of a student).
 """
@@ -24,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
-__all__ = ["withheld_paths", "withheld_package", "rewrite_module"]
+__all__ = ["withheld_paths", "course_withheld_paths", "withheld_package", "rewrite_module"]
 
 _PACKAGE = "course_utils"
 
@@ -48,13 +50,40 @@ def withheld_paths(source_notebook: Path) -> list[str]:
     from course_grader.grading.similarity import reference_paths
 
     nb = nbformat.read(str(source_notebook), as_version=4)
-    found = sorted({path for paths in reference_paths(nb).values() for path in paths
-                    if path.startswith(_PACKAGE + ".")})
+    named = {path for paths in reference_paths(nb).values() for path in paths if path.startswith(_PACKAGE + ".")}
+    found = sorted(named | {home for path in named if (home := _defining_path(path))})
     cached.parent.mkdir(parents=True, exist_ok=True)
     temporary = cached.with_suffix(f".{os.getpid()}.tmp")
     temporary.write_text(json.dumps(found))
     os.replace(temporary, cached)
     return found
+
+
+def _defining_path(path: str) -> str | None:
+    """Where the object ``path`` names is defined (``course_utils.gpt.top_p_filter`` is
+    ``course_utils.sampling.top_p_filter``, imported into ``gpt``): withheld there, it is withheld
+    under every name."""
+    from course_grader.grading.similarity import _resolve
+
+    obj = _resolve(path)
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and module.startswith(_PACKAGE + ".") and "<" not in qualname:
+        return f"{module}.{qualname}"
+    return None
+
+
+def course_withheld_paths(source_notebook: Path) -> list[str]:
+    """What grading ``source_notebook`` withholds: its own exercises' references and those of every
+    later assignment of its course (a notebook imports what earlier ones built, never later ones;
+    13's ``online_softmax`` would answer 03's ``stable_softmax``)."""
+    source_notebook = Path(source_notebook)
+    assignment = source_notebook.parent
+    later = sorted(p for p in assignment.parent.iterdir() if p.is_dir() and p.name > assignment.name)
+    paths = set(withheld_paths(source_notebook))
+    for folder in later:
+        for notebook in sorted(folder.glob("*.ipynb")):
+            paths.update(withheld_paths(notebook))
+    return sorted(paths)
 
 
 def _raise(path: str, assignment: str, lineno: int) -> ast.stmt:
