@@ -86,7 +86,7 @@ def read(path) -> NotebookNode:
 
 # ----------------------------------------------------------------------------- hidden tests
 # One grammar for hidden blocks, used by the release check, the checker, feedback and the tools:
-# a marker is a line that is exactly "### BEGIN HIDDEN TESTS" or "### END HIDDEN TESTS" once
+# a marker is a line that is exactly HIDDEN_BEGIN or HIDDEN_END (below) once
 # stripped; any other line naming hidden tests is malformed (`course release` refuses it, naming
 # notebook, cell and line), and so are a block left open, an END without a BEGIN and nested blocks.
 # (Built from parts: the student wheel must not hold the markers' literal text.)
