@@ -441,10 +441,10 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
             continue
         text = output_of(attack.student, A03)
         assert "your code raised" in text, f"{attack.student}: the spy never reached the checker: the test proves nothing"
-        if "LEAK-ZB64" in text or "the tests said" in text:
+        said = re.compile(r"LEAK-ZB64 [A-Za-z0-9+/]{16,}")  # what it raised (its source, shown in feedback, has none)
+        if said.search(text):
             problems.append(f"LEAK {attack.student}: the kernel's own message reached the graded outputs")
-        page = _page_text(course / "feedback" / attack.student / A03 / f"{A03}.html")
-        if "LEAK-ZB64" in page or "the tests said" in page:
+        if said.search(_page_text(course / "feedback" / attack.student / A03 / f"{A03}.html")):
             problems.append(f"LEAK {attack.student}: the kernel's own message reached the feedback")
     lap("leak checks")
     print(f"red team, workers {workers}, spellings {spellings}:\n{table}\ntimings (s): {timings}")
