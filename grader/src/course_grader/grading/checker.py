@@ -180,6 +180,8 @@ class KernelLink:
                 self.client.get_iopub_msg(timeout=0)
             except queue.Empty:
                 return
+            except ValueError:  # a garbled or replayed message of the kernel's: nobody's business either
+                continue
 
     def _next(self, until: float | None = None) -> Any:
         while True:
@@ -657,7 +659,7 @@ class Checker:
                 else:
                     raise CheckerError(f"the kernel asked the checker for {how!r}")
             if isinstance(result, types.GeneratorType):  # (module.parameters()): its items, never its frame
-                result = list(itertools.islice(result, 100_000))
+                result = iter(list(itertools.islice(result, 100_000)))
             reply: dict[str, Any] = {"return": self.enc(result)}
             outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
             if outputs:

@@ -224,6 +224,24 @@ class SandboxedExecute(Execute):
 
     execute_cell = run_sync(async_execute_cell)  # nbclient binds the sync name to its own coroutine
 
+    async def _async_poll_output_msg(self, parent_msg_id, cell, cell_index):  # type: ignore[override]
+        """nbclient's loop over the kernel's outputs, dropping a message that does not deserialize (a
+        kernel that sends from several threads at once can garble or replay one: "Duplicate Signature")
+        instead of failing the whole submission."""
+        from nbclient.exceptions import CellExecutionComplete
+        from nbclient.util import ensure_async
+
+        while True:
+            try:
+                msg = await ensure_async(self.kc.iopub_channel.get_msg(timeout=None))
+            except ValueError:
+                continue
+            if msg["parent_header"].get("msg_id") == parent_msg_id:
+                try:
+                    self.process_message(msg, cell, cell_index)
+                except CellExecutionComplete:
+                    return
+
     def _update_display_id(self, display_id: str, msg: dict) -> None:  # type: ignore[override]
         """``update_display`` reaches only the cell running now: a later cell rewriting an earlier
         answer's output (whose outputs feedback shows) would carry what it saw of the hidden tests
