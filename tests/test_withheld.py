@@ -87,3 +87,16 @@ def test_the_withheld_package_imports_and_raises_where_it_should(tmp_path, monke
                          env={"PYTHONPATH": str(Path(package).parent), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert run.stdout.split() == ["(1,", "3,", "4)", "ReferenceWithheld"], run.stdout + run.stderr
     assert "tril" not in (package / "masking.py").read_text().split("def causal_mask", 1)[1].split("def ", 1)[0]
+
+
+def test_grading_a_notebook_withholds_later_notebooks_answers_where_they_are_defined():
+    """Blind red team, issue 33: 13's online_softmax answered 03's stable_softmax, and sampling's filters
+    (10's answers, imported into gpt) were reachable under their defining module's name."""
+    from course_grader.sandbox.withheld import course_withheld_paths
+
+    paths = course_withheld_paths(ROOT / "solutions" / "03_self_attention" / "03_self_attention.ipynb")
+    assert "course_utils.attention.softmax" in paths
+    assert "course_utils.flash.online_softmax" in paths, "a later notebook's answer answers this one too"
+    assert "course_utils.sampling.top_p_filter" in paths, "withheld where it is defined, not only where imported"
+    assert not any(p.startswith("course_utils.lora.") and "count_parameters" in p for p in paths), \
+        "00's answer (an earlier notebook) stays usable in 03"
