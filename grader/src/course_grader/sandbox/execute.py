@@ -31,7 +31,7 @@ from course_grader.sandbox.bubblewrap import (
     sandbox_enabled,
     sandbox_problem,
 )
-from course_grader.sandbox.withheld import course_withheld_paths, withheld_package
+from course_grader.sandbox.withheld import course_withheld_paths, package_dir, withheld_package
 
 __all__ = ["SandboxLimitError", "SandboxedExecute"]
 
@@ -131,16 +131,16 @@ class SandboxedExecute(Execute):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
         test_cell = cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+        from course_grader.grading.checker import CheckResult, split_hidden
+
         stopped = getattr(self, "_kernel_stopped", None)
         if stopped and cell.cell_type == "code":
             cell.outputs = [_error_output("KernelStopped", stopped)]
             if test_cell:
-                record_check(cell, _failed("KernelStopped", stopped), show=False)
+                record_check(cell, CheckResult(False, "KernelStopped", stopped), show=False)
             return cell
         if not test_cell or not checker_enabled(assignment):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        from course_grader.grading.checker import CheckResult, split_hidden
-
         full = cell.source
         cell.source = split_hidden(full)
         try:
@@ -271,7 +271,7 @@ class SandboxedExecute(Execute):
             paths = self._withheld()
             if paths:  # this notebook's answers, withheld from its kernel
                 assignment = self._sandbox_resources.get("nbgrader", {}).get("assignment") or "this notebook"
-                km.overlays = {package_dir(): str(withheld_package(assignment, paths))}
+                km.overlays = {str(package_dir()): str(withheld_package(assignment, paths))}
             self._sandbox_km = km
         return km
 
@@ -317,19 +317,6 @@ def record_check(cell: Any, result: Any, show: bool = True) -> None:
 
 def _error_output(ename: str, evalue: str) -> Any:
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
-def _failed(ename: str, evalue: str) -> Any:
-    from course_grader.grading.checker import CheckResult
-
-    return CheckResult(False, ename, evalue)
-
-
-def package_dir() -> str:
-    """Where ``course_utils`` lives (the sandbox binds it at the same path)."""
-    import course_utils
-
-    return os.path.realpath(Path(course_utils.__file__).parent)
 
 
 def source_notebook(config: Any, resources: dict) -> Path | None:

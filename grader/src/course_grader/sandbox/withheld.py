@@ -23,10 +23,11 @@ import hashlib
 import os
 import shutil
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
-__all__ = ["withheld_paths", "course_withheld_paths", "withheld_package", "rewrite_module"]
+__all__ = ["withheld_paths", "course_withheld_paths", "withheld_package", "rewrite_module", "package_dir"]
 
 _PACKAGE = "course_utils"
 
@@ -40,7 +41,7 @@ def withheld_paths(source_notebook: Path) -> list[str]:
 
     # cached on disk per notebook and package version: finding them imports every course_utils module
     # (seconds), once per graded notebook otherwise
-    key = hashlib.sha256(Path(source_notebook).read_bytes()).hexdigest()[:16] + "-" + _fingerprint(_package_dir(), [], "")
+    key = hashlib.sha256(Path(source_notebook).read_bytes()).hexdigest()[:16] + "-" + _fingerprint([], "")
     cached = _cache_root() / "paths" / f"{key}.json"
     if cached.is_file():
         try:
@@ -126,18 +127,26 @@ def rewrite_module(source: str, module: str, withheld: Iterable[str], assignment
     return ast.unparse(tree) + "\n" if changed else None
 
 
-def _package_dir() -> Path:
+def package_dir() -> Path:
+    """Where ``course_utils`` lives (the sandbox binds it, and the withheld copy over it, at this path)."""
     import course_utils
 
     return Path(course_utils.__file__).resolve().parent
 
 
-def _fingerprint(package: Path, paths: Sequence[str], assignment: str) -> str:
-    digest = hashlib.sha256(f"{assignment}\n{sorted(paths)}\n".encode())
+@lru_cache(maxsize=1)
+def _package_digest() -> str:
+    """The package's sources, hashed once per process (every graded notebook asks, for each later one)."""
+    package = package_dir()
+    digest = hashlib.sha256()
     for file in sorted(package.rglob("*.py")):
         digest.update(str(file.relative_to(package)).encode())
         digest.update(file.read_bytes())
-    return digest.hexdigest()[:20]
+    return digest.hexdigest()
+
+
+def _fingerprint(paths: Sequence[str], assignment: str) -> str:
+    return hashlib.sha256(f"{assignment}\n{sorted(paths)}\n{_package_digest()}".encode()).hexdigest()[:20]
 
 
 def _cache_root() -> Path:
@@ -147,8 +156,8 @@ def _cache_root() -> Path:
 def withheld_package(assignment: str, paths: Sequence[str]) -> Path:
     """A read-only copy of ``course_utils`` with ``paths`` withheld, compiled; the same folder
     for the same package and paths (built atomically: parallel graders may race for it)."""
-    package = _package_dir()
-    target = _cache_root() / _fingerprint(package, paths, assignment) / _PACKAGE
+    package = package_dir()
+    target = _cache_root() / _fingerprint(paths, assignment) / _PACKAGE
     if target.is_dir():
         return target
     target.parent.parent.mkdir(parents=True, exist_ok=True)
