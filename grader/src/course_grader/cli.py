@@ -344,7 +344,10 @@ def cmd_quoted(args: argparse.Namespace) -> int:
             print(f"{name}: {check.marked - len(check.missing)} of {check.marked} quoted number(s) printed by "
                   f"{check.where.relative_to(root)}")
         for quote in check.missing:
-            print(f"  NOT PRINTED {quote.describe()}")
+            why = "NOT PRINTED" if quote.label else "NO LINE NAMED (<!--q LABEL-->)"
+            print(f"  {why} {quote.describe()}")
+        for quote in check.unmarked:
+            print(f"  UNMARKED {quote.describe()}: printed by the run; mark it <!--q LABEL--> (or <!--nq--> if not a quote)")
         ok &= check.ok
     return 0 if ok else 1
 
