@@ -33,3 +33,10 @@ def test_lms_benchmark_checks_the_round_trip_and_writes_a_table(tmp_path):
     _run(tmp_path, "bench_lms.py", "--students", "30", "--assignments", "2", "--repeats", "1")
     text = (tmp_path / "lms.md").read_text()
     assert "| canvas round trip |" in text and "every round trip checked" in text and "Machine:" in text
+
+
+def test_flash_benchmark_writes_the_memory_table(tmp_path):
+    _run(tmp_path, "bench_flash.py", "--lengths", "64", "256", "--repeats", "1", "--block", "32",
+         "--backward", "--backward-lengths", "64")
+    text = (tmp_path / "flash-cpu.md").read_text()
+    assert "| 256 |" in text and "naive / tiled peak" in text and "tiled / SDPA time" in text and "Machine:" in text

@@ -34,6 +34,8 @@ EXPECTED = {
     "flash_tiles": ({}, ["skipped", "mask", "$Q_0$", "$K_3, V_3$", "running max", "never in memory"]),
     "moe_routing": ({}, ["router", "expert 1 (an FFN)", "expert 3 (an FFN)", "empty", "dropped", "✗",
                         "capacity"]),
+    "preference_pipeline": ({}, ["SFT (notebook 11)", "DPO", "GRPO", "reference $\\pi_{ref}$", "chosen $y_w$",
+                                "rejected $y_l$", "computed once, cached", "LoRA weights only"]),
 }
 
 # notebook -> the diagrams it must draw in a code cell
@@ -46,6 +48,7 @@ NOTEBOOKS = {
     "11_modern_lm": ["gqa_groups", "rope_pairings"],
     "12_vit_moe": ["moe_routing"],
     "13_attention_at_scale": ["flash_tiles"],
+    "14_after_fine_tuning": ["preference_pipeline"],
 }
 
 

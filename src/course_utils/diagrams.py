@@ -14,6 +14,8 @@ of :data:`ROLES` and the two helpers :func:`box` and :func:`arrow`.
 - :func:`moe_routing` -- notebook 12: top-1 routing with a capacity, and a dropped token.
 - :func:`flash_tiles` -- notebook 13: the query-block x key-block grid of tiled attention, the
   running ``(m, l, o)`` state of one query block, and the causal tiles that are skipped.
+- :func:`preference_pipeline` -- notebook 14: SFT, then DPO or GRPO from the SFT model (the frozen
+  reference), and one DPO step (policy and reference scoring the chosen and the rejected answer).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ __all__ = [
     "rope_pairings",
     "moe_routing",
     "flash_tiles",
+    "preference_pipeline",
 ]
 
 # (face colour, edge colour) of each kind of part, the same in every diagram
@@ -501,5 +504,60 @@ def flash_tiles(n_q: int = 4, n_k: int = 4, causal: bool = True, row: int = 2) -
           "at the end: out $= o / \\ell$, lse $= m + \\log \\ell$", size=8.5, ha="center")
     _note(ax, (n_k - 1.6) / 2, -0.75, "never in memory: the whole $T_q \\times T_k$ matrix"
           + ("; tiles above the diagonal are never computed" if causal else ""), size=9)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 14
+def preference_pipeline() -> Figure:
+    """Top: the stages after pretraining (SFT, then DPO from preference pairs or GRPO from a
+    verifiable reward), each starting from the SFT model, which stays frozen as the reference.
+    Bottom: one DPO step: the trainable policy (LoRA) and the frozen reference score the chosen and
+    the rejected answer of each pair; four summed log-probabilities make the loss, and the gradient
+    reaches the policy's LoRA weights only."""
+    fig, axes = plt.subplots(2, 1, figsize=(11.0, 8.2), gridspec_kw={"height_ratios": [1.0, 1.45]})
+    for ax, ylim in zip(axes, ((-1.6, 2.3), (-2.4, 5.2))):
+        ax.set_xlim(-0.4, 15.4)
+        ax.set_ylim(*ylim)
+        ax.set_aspect("equal")
+        ax.axis("off")
+    top, bottom = axes
+    top.set_title("after pretraining: SFT, then preferences (DPO) or a verifiable reward (GRPO)", fontsize=11)
+    box(top, 1.3, 0.6, 2.4, 1.1, "pretrained LM\n(SmolLM2-135M-\nInstruct)", "neutral", fontsize=9)
+    box(top, 5.0, 0.6, 2.6, 1.1, "SFT (notebook 11)\ncross-entropy of\nthe answer tokens", "ffn", fontsize=9)
+    box(top, 10.2, 1.35, 3.6, 0.95, "DPO: pairs (chosen, rejected)\nlogistic loss on log-ratios", "attention", fontsize=9)
+    box(top, 10.2, -0.25, 3.6, 0.95, "GRPO: a group of samples,\na verifier's reward, clipped ratio", "decoder", fontsize=9)
+    box(top, 14.2, 0.6, 1.9, 1.0, "greedy answers\nmeasured", "cache", fontsize=9)
+    arrow(top, (2.5, 0.6), (3.7, 0.6))
+    arrow(top, (6.3, 0.75), (8.4, 1.3))
+    arrow(top, (6.3, 0.45), (8.4, -0.2))
+    arrow(top, (12.0, 1.3), (13.25, 0.75))
+    arrow(top, (12.0, -0.2), (13.25, 0.45))
+    _note(top, 5.0, -0.7, "the SFT model: the policy's start\nand the frozen reference $\\pi_{ref}$", size=8.5)
+    _note(top, 10.2, -1.25, "reward: date_reward (exact ISO date) or format_reward (only the shape: gamed)", size=8.5)
+    bottom.set_title("one DPO step: a trainable policy and a frozen reference score both answers", fontsize=11)
+    box(bottom, 1.5, 3.6, 2.8, 1.0, "prompt $x$ +\nchosen $y_w$", "ffn", fontsize=9.5)
+    box(bottom, 1.5, 0.6, 2.8, 1.0, "prompt $x$ +\nrejected $y_l$", "alert", fontsize=9.5)
+    box(bottom, 6.0, 3.6, 3.0, 1.1, "policy $\\pi_\\theta$\nSFT + LoRA (trained)", "decoder", fontsize=9.5, bold=True)
+    box(bottom, 6.0, 0.6, 3.0, 1.1, "reference $\\pi_{ref}$\nSFT, frozen (no grad)", "neutral", fontsize=9.5, ls="--")
+    for y_from in (3.6, 0.6):
+        for y_to in (3.6, 0.6):
+            arrow(bottom, (2.9, y_from), (4.5, y_to + (0.2 if y_from > y_to else -0.2 if y_from < y_to else 0)),
+                  color=GOOD if y_from > 2 else BAD, lw=1.1)
+    ys = (4.1, 3.1, 1.1, 0.1)
+    labels = ("$\\log\\pi_\\theta(y_w|x)$", "$\\log\\pi_\\theta(y_l|x)$",
+              "$\\log\\pi_{ref}(y_w|x)$", "$\\log\\pi_{ref}(y_l|x)$")
+    for y, label in zip(ys, labels):
+        box(bottom, 9.6, y, 2.6, 0.75, label, "cache" if "ref" in label else "attention", fontsize=9.5)
+        arrow(bottom, (7.5, 3.6 if "theta" in label else 0.6), (8.3, y), lw=1.0)
+    _note(bottom, 9.6, -0.75, "reference log-probs: computed once, cached", size=8.5)
+    box(bottom, 13.4, 2.1, 3.0, 2.2, "$-\\log\\sigma(\\beta\\,[$\n$(\\pi_w - ref_w)$\n$- (\\pi_l - ref_l)])$\n"
+        "loss: F.logsigmoid", "alert", fontsize=9.5)
+    for y in ys:
+        arrow(bottom, (10.9, y), (11.9, 2.1 + (y - 2.1) * 0.35), lw=1.0)
+    arrow(bottom, (13.4, 3.2), (6.0, 4.15), color=ROLES["decoder"][1], lw=1.4, ls="--", rad=0.35)
+    _note(bottom, 13.6, 4.75, "gradient: to the policy's\nLoRA weights only", size=8.5, color=ROLES["decoder"][1])
+    _note(bottom, 7.4, -1.75, "implicit rewards $\\beta(\\log\\pi_\\theta - \\log\\pi_{ref})$ of $y_w$ and $y_l$: "
+          "measured (detached), not trained on; the greedy answers are measured separately", size=8.5)
     fig.tight_layout()
     return fig
