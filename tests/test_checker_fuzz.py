@@ -1,7 +1,7 @@
 """The trusted checker's protocol, fuzzed from the kernel side (issue 33, item 8).
 
 A student controls everything their kernel sends the checker. Here the kernel is replaced by a
-script of messages: first the real replies of the course's agent (``course_utils.agent``, run in
+script of messages: first the real replies of the course's agent (``course_utils.protocol.agent``, run in
 a thread of this process against a small notebook of answers), recorded once per test cell;
 then those replies mutated (types flipped, keys dropped, tensor payloads with other dtypes,
 shapes, strides and byte lengths, handles negative or huge, ``$sent_tensor`` ids never sent,
@@ -46,9 +46,10 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import agent
-from course_utils.checks import integrity
-from course_grader.grading import checker as checker_module
+from course_utils.protocol import agent
+from course_utils.protocol.messages import REMOTE_MODES
+from course_grader.grading.checker import checker as checker_module
+from course_grader.grading.checker import link as link_module
 from course_grader.grading.checker import CheckResult, check_cell
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -424,7 +425,8 @@ def guarded(monkeypatch):
         monkeypatch.setattr(module, name, _refuse(f"{module.__name__}.{name}", getattr(module, name)))
     monkeypatch.setattr(pickle, "Unpickler", _RefusingUnpickler)
     monkeypatch.setattr(checker_module, "time", CLOCK)
-    monkeypatch.setattr(checker_module, "_MAX_RECEIVED", 4 << 20)
+    monkeypatch.setattr(link_module, "time", CLOCK)
+    monkeypatch.setattr(link_module, "_MAX_RECEIVED", 4 << 20)
     monkeypatch.setattr(jupyter_client.blocking, "BlockingKernelClient", ScriptClient)
     UNPICKLED.clear()
     yield monkeypatch
@@ -457,7 +459,7 @@ def _honest(monkeypatch) -> None:
 def _state() -> tuple:
     """What one cell must leave as it found it for the next."""
     return (torch.get_default_dtype(), torch.is_grad_enabled(), str(torch.get_default_device()),
-            len(integrity._REMOTE_MODES), sys.getprofile(), torch._C._len_torch_function_stack())
+            len(REMOTE_MODES), sys.getprofile(), torch._C._len_torch_function_stack())
 
 
 def _check(script: list[tuple[str, str, bool]], name: str) -> tuple[CheckResult, Run, float]:

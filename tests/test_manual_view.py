@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from course_utils.cells import fill_answers, nbgrader_meta, read, solution_code
-from course_grader.grading.checker import split_hidden
+from course_utils.cells import split_hidden
 from course_utils.layout import assignments
 from course_grader.grading.manual_view import render_view, view_path, written_questions
 from course_grader.authoring.release import generate_release, prepare_scratch_course

@@ -173,7 +173,7 @@ def test_no_public_name_means_two_things():
 
 # the library's modules whose tests live in a file named for a group of them
 TESTED_TOGETHER = {"device": "test_core", "profiles": "test_core", "seeding": "test_core", "session": "test_core",
-                   "agent": "test_checker", "wire": "test_checker", "layout": "test_project", "cells": "test_release_sync",
+                   "protocol": "test_checker", "layout": "test_project", "cells": "test_release_sync",
                    "execute": "test_cli", "selfcheck": "test_cli"}
 # the grader's modules (grader/src/course_grader/, by verb) and the test file each is tested in, where it is
 # not tests/test_<module>.py
@@ -183,6 +183,8 @@ GRADER_TESTED_IN = {
     "grading.submissions": "test_grading_robustness", "grading.gradebook": "test_tooling_units",
     "grading.scores": "test_grading", "grading.runner": "test_grading_pipeline", "grading.pipeline": "test_grading_pipeline",
     "grading.similarity": "test_review",
+    **dict.fromkeys([f"grading.checker.{m}" for m in ("link", "remote", "checker", "cell", "process", "__main__")],
+                    "test_checker"),
     "sandbox.bubblewrap": "test_sandbox", "sandbox.execute": "test_sandbox",
 }
 
@@ -190,7 +192,7 @@ GRADER_TESTED_IN = {
 def test_tests_mirror_the_library():
     """A reader finds the tests of course_utils/<module>.py in tests/test_<module>.py (or as CONTRIBUTING.md says)."""
     folder = ROOT / "src" / "course_utils"
-    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") + ["checks"]
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") + ["checks", "protocol"]
     missing = [m for m in modules if not (ROOT / "tests" / f"{TESTED_TOGETHER.get(m, 'test_' + m)}.py").is_file()]
     assert not missing, f"no tests/test_<module>.py for {missing}"
     contributing = (ROOT / "CONTRIBUTING.md").read_text()

@@ -79,7 +79,7 @@ def test_a_marker_spelt_otherwise_is_refused_and_fails_closed(marker):
 
 
 def test_well_formed_blocks_parse_the_same_everywhere():
-    from course_grader.grading.checker import split_hidden as checker_split
+    from course_grader.grading.checker.cell import split_hidden as checker_split
     from course_grader.grading.feedback import hidden_lines, hide_hidden_tests
     from course_utils.cells import hidden_block_lines, hidden_marker_problems, split_hidden
 

@@ -64,3 +64,22 @@ def test_the_sandbox_check_imports_neither_nbgrader_nor_nbclient():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [[], True]
+
+
+def test_nbformat_builds_no_iri_grammar_on_import():
+    """`make setup` removes jsonschema's optional rfc3987-syntax: with it, every process that imports
+    nbformat (each `course` command, nbgrader process, checker and test worker) spends about 2.5 s of
+    CPU building an Earley grammar for an IRI string format that nothing here checks."""
+    code = "import sys, nbformat\nprint('rfc3987_syntax' in sys.modules and sys.modules['rfc3987_syntax'] is not None)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False", "rfc3987-syntax is installed again: see the Makefile's setup recipe"
+
+
+def test_the_checker_process_imports_no_notebook_library():
+    """The checker (one process per graded notebook) splits a test cell without nbformat or nbgrader."""
+    code = ("import sys, json\nimport course_grader.grading.checker.process\n"
+            "print(json.dumps(sorted(m for m in ('nbformat', 'nbgrader', 'nbclient', 'jsonschema') if m in sys.modules)))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []

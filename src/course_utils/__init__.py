@@ -54,9 +54,11 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.fallback` -- the course's version of an unfinished exercise, called only while
   the student's raises NotImplementedError, so that later cells of a notebook still run.
 
-Grading's kernel side, imported only while a notebook is graded: :mod:`course_utils.agent`
-answers the trusted checker's questions in the student's kernel, over the plain-data format of
-:mod:`course_utils.wire`; :mod:`course_utils.withheld` is the error the course's reference of an
+Grading's kernel side, imported only while a notebook is graded: :mod:`course_utils.protocol`
+(the checker protocol's one home): :mod:`course_utils.protocol.agent` answers the trusted checker's
+questions in the student's kernel, over the plain-data format of :mod:`course_utils.protocol.wire`,
+with the operations, modes and autograd bridge both sides name in
+:mod:`course_utils.protocol.messages`; :mod:`course_utils.withheld` is the error the course's reference of an
 exercise raises while that exercise's notebook is graded.
 
 The student's side of the ``course`` command: :mod:`course_utils.cli` (``course check``, ``course

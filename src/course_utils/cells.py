@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import nbformat
-from nbformat import NotebookNode
+if TYPE_CHECKING:  # nbformat is imported where a notebook is read: the checker splits cells without it
+    from nbformat import NotebookNode
 
 __all__ = [
     "nbgrader_meta",
@@ -81,6 +81,8 @@ def fill_answers(release_nb: NotebookNode, answers: dict[str, str]) -> NotebookN
 
 def read(path) -> NotebookNode:
     """Read a notebook as nbformat v4."""
+    import nbformat
+
     return nbformat.read(str(path), as_version=4)
 
 

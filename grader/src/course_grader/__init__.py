@@ -16,7 +16,11 @@ By verb:
   before nbgrader), :mod:`~.grading.runner` and :mod:`~.grading.scores` (nbgrader and its grades),
   :mod:`~.grading.parallel` (every core), :mod:`~.grading.dask_grading` (a cluster; its client
   records through :mod:`~.grading.recording`), :mod:`~.grading.gradebook`,
-  :mod:`~.grading.checker` (hidden tests, outside the kernel), :mod:`~.grading.verdict` (a test
+  :mod:`~.grading.checker` (hidden tests, outside the kernel: :mod:`~.grading.checker.link` to the
+  kernel, :mod:`~.grading.checker.remote` proxies, :mod:`~.grading.checker.checker` itself,
+  :mod:`~.grading.checker.cell` (one test cell graded, for grading and `course mistakes` alike),
+  :mod:`~.grading.checker.process` and :mod:`~.grading.checker.__main__`, its own process),
+  :mod:`~.grading.verdict` (a test
   cell's points: the checker's verdict alone), :mod:`~.grading.scan` (flags),
   :mod:`~.grading.similarity`, :mod:`~.grading.review` (held until decided),
   :mod:`~.grading.manual_view` (written answers beside the student's own run),

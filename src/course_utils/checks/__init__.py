@@ -9,16 +9,16 @@
 - :mod:`course_utils.checks.integrity` -- the answer is the student's own work (``own_work``,
   ``check_defined_here``, ``banned_calls``), and the hooks the grader's checker uses.
 
-Test cells import every name from here (``from course_utils.checks import check_close``).
+Test cells import every name from here (``from course_utils.checks import check_close``), and
+only what test cells use is exported. The grader's checker talks to the kernel through
+:mod:`course_utils.protocol`, never through private names of this package.
 """
 
 from __future__ import annotations
 
-# The private names are the grader's: grader/src/course_grader/grading/checker.py and agent.py reach them through here.
-from course_utils.checks.assertions import (  # noqa: F401
+from course_utils.checks.allocations import AllocationLog
+from course_utils.checks.assertions import (
     CheckFailed,
-    _fail,
-    _tensors_in,
     check,
     check_close,
     check_raises,
@@ -28,10 +28,7 @@ from course_utils.checks.assertions import (  # noqa: F401
     leaves_unchanged,
     substitute,
 )
-from course_utils.checks.integrity import _REMOTE_MODES  # noqa: F401
-from course_utils.checks.allocations import AllocationLog
 from course_utils.checks.integrity import banned_calls, by_value, check_defined_here, own_work
-from course_utils.checks.probes import _DeviceMixing, _NewTensorsOnMeta  # noqa: F401
 from course_utils.checks.probes import check_backward, check_device_dtype, check_generator
 
 __all__ = [

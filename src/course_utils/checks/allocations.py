@@ -9,7 +9,7 @@ returns, on any device, whatever Python code called it.
 
 While a notebook is graded the student's functions run in their kernel, not in the checker: like
 the device probes of :mod:`course_utils.checks.probes`, entering an :class:`AllocationLog`
-registers it in ``_REMOTE_MODES``, the kernel's agent records the call under its own log and sends
+registers it in ``REMOTE_MODES``, the kernel's agent records the call under its own log and sends
 the summary (:meth:`AllocationLog.report`) back, and :meth:`AllocationLog.absorb` adds it to this one.
 From the first report on, the log holds the kernel's records only: what the checker's own process
 allocates meanwhile is the protocol's work (encoding inputs, decoding replies), not the answer's.
@@ -25,7 +25,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from course_utils.checks.integrity import _REMOTE_MODES
+from course_utils.protocol.messages import REMOTE_MODES, Mode
 
 __all__ = ["AllocationLog"]
 
@@ -66,7 +66,7 @@ class AllocationLog(TorchDispatchMode):
     Slow (Python bookkeeping per operator): never time code inside it.
     """
 
-    remote = ("allocations",)
+    remote = (Mode.ALLOCATIONS,)
 
     def __init__(self) -> None:
         super().__init__()
@@ -81,11 +81,11 @@ class AllocationLog(TorchDispatchMode):
         self._remote = False  # a report from the kernel was absorbed: local operators no longer count
 
     def __enter__(self) -> "AllocationLog":
-        _REMOTE_MODES.append((self.remote, self))
+        REMOTE_MODES.enter(self.remote, self)
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
-        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
+        REMOTE_MODES.leave(self)
         return super().__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol

@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterator, NoReturn, Sequence
 import numpy as np
 import torch
 
+from course_utils.protocol.messages import tensors_in
+
 __all__ = [
     "CheckFailed",
     "check",
@@ -198,7 +200,7 @@ def leaves_unchanged(
     """
     __tracebackhide__ = True
     modules = [a for a in arguments if isinstance(a, torch.nn.Module)]
-    tensors = [t for a in arguments if not isinstance(a, torch.nn.Module) for t in _tensors_in(a)]
+    tensors = [t for a in arguments if not isinstance(a, torch.nn.Module) for t in tensors_in(a)]
     before = [(t.detach().clone(), t.shape, t.dtype, t.requires_grad) for t in tensors]
     modes = [[m.training for m in module.modules()] for module in modules]
     trainable = [[p.requires_grad for p in module.parameters()] for module in modules]
@@ -250,14 +252,3 @@ def substitute(namespace: dict[str, Any], **replacements: Any) -> Iterator[None]
                 namespace.pop(name, None)
             else:
                 namespace[name] = value
-
-
-def _tensors_in(value: Any) -> list[torch.Tensor]:
-    """Every tensor in a (nested) tuple / list / dict / namedtuple, in order."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors_in(v)]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors_in(v)]
-    return []

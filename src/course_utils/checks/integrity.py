@@ -16,22 +16,20 @@ from typing import Any, Callable, Iterator
 import torch
 
 from course_utils.checks.assertions import _fail
+from course_utils.protocol.messages import REMOTE_MODES, Mode
 
 __all__ = ["own_work", "check_defined_here", "banned_calls", "by_value"]
 
-# another process: the modes a call into that process must also run under, as (mode, owner).
-_REMOTE_MODES: list[tuple[tuple, Any]] = []
-
 
 @contextmanager
-def _remote_mode(mode: tuple, owner: Any = None) -> Iterator[None]:
-    entry = (mode, owner)
-    _REMOTE_MODES.append(entry)
+def _remote_mode(mode: tuple) -> Iterator[None]:
+    """A call into the student's kernel (the grader's checker) runs under ``mode`` there too."""
+    owner = object()
+    REMOTE_MODES.enter(mode, owner)
     try:
         yield
     finally:
-        if entry in _REMOTE_MODES:
-            _REMOTE_MODES.remove(entry)
+        REMOTE_MODES.leave(owner)
 
 
 def _resolve(path: str) -> Any:
@@ -119,7 +117,7 @@ def own_work(*references: str, name: str = "your answer", hint: str | None = Non
             used.append(forbidden[frame.f_code])
 
     failure: BaseException | None = None
-    with _profiled(on_call), _remote_mode(("own_work", list(references), name)):
+    with _profiled(on_call), _remote_mode((Mode.OWN_WORK, list(references), name)):
         try:
             yield
         except BaseException as error:  # noqa: BLE001 - re-raised below unless the reference explains it
@@ -172,7 +170,7 @@ def banned_calls(*function_names: str, name: str = "your answer", hint: str | No
             used.append(frame.f_code.co_name)
 
     failure: BaseException | None = None
-    with _profiled(on_call), _remote_mode(("banned", list(function_names), name)):
+    with _profiled(on_call), _remote_mode((Mode.BANNED, list(function_names), name)):
         try:
             yield
         except BaseException as error:  # noqa: BLE001

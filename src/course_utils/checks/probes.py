@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
-from course_utils.checks.assertions import CheckFailed, _fail, _tensors_in, check_close
-from course_utils.checks.integrity import _REMOTE_MODES
+from course_utils.checks.assertions import CheckFailed, _fail, check_close
+from course_utils.protocol.messages import REMOTE_MODES, Mode, tensors_in
 
 __all__ = ["check_device_dtype", "check_backward", "check_generator"]
 
@@ -61,27 +61,27 @@ def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
 
 class _RemoteTorchMode(torch.overrides.TorchFunctionMode):
     """A torch function mode that a call into the kernel's process (the grader's checker) must run
-    under too: entering it registers ``(remote, self)`` in ``_REMOTE_MODES``, leaving it removes it."""
+    under too: entering it registers ``(remote, self)`` in ``REMOTE_MODES``, leaving it removes it."""
 
-    remote: tuple[str, ...] = ()
+    remote: tuple[Mode, ...] = ()
 
     def __enter__(self):  # type: ignore[no-untyped-def]
-        _REMOTE_MODES.append((self.remote, self))
+        REMOTE_MODES.enter(self.remote, self)
         return super().__enter__()
 
     def __exit__(self, *exc):  # type: ignore[no-untyped-def]
-        _REMOTE_MODES[:] = [entry for entry in _REMOTE_MODES if entry[1] is not self]
+        REMOTE_MODES.leave(self)
         return super().__exit__(*exc)
 
 
-class _DeviceMixing(_RemoteTorchMode):
+class DeviceMixing(_RemoteTorchMode):
     """Records torch calls that mix a meta tensor with a CPU tensor that is not a scalar.
 
     Meta kernels are lenient where CUDA is not (an embedding looked up with CPU indices);
     indexing (``x[idx]``) stays allowed, as CUDA accepts CPU index tensors there.
     """
 
-    remote = ("device_mixing",)
+    remote = (Mode.DEVICE_MIXING,)
     _ALLOWED = frozenset({"__getitem__", "__setitem__", "__get__", "__set__", "size", "dim", "to", "__format__", "__repr__"})
 
     def __init__(self) -> None:
@@ -92,7 +92,7 @@ class _DeviceMixing(_RemoteTorchMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", str(func))
         if not self.found and name not in self._ALLOWED:
-            tensors = _tensors_in((list(args), kwargs))
+            tensors = tensors_in((list(args), kwargs))
             if any(t.device.type == "meta" for t in tensors) and any(t.device.type == "cpu" and t.dim() > 0 for t in tensors):
                 self.found.append(name)
         return func(*args, **kwargs)
@@ -100,16 +100,16 @@ class _DeviceMixing(_RemoteTorchMode):
 
 def _module_like(module: torch.nn.Module, args: Any, kwargs: Any) -> torch.nn.Module:
     """A copy of ``module`` on the device, and in the float dtype, of the first tensor input."""
-    first = (_tensors_in((args, kwargs)) or [None])[0]
+    first = (tensors_in((args, kwargs)) or [None])[0]
     copy_ = copy.deepcopy(module)
     if first is None:
         return copy_
     copy_ = copy_.to(first.device)
-    floats = [t for t in _tensors_in((args, kwargs)) if t.is_floating_point()]
+    floats = [t for t in tensors_in((args, kwargs)) if t.is_floating_point()]
     return copy_.to(floats[0].dtype) if floats else copy_
 
 
-class _NewTensorsOnMeta(_RemoteTorchMode):
+class NewTensorsOnMeta(_RemoteTorchMode):
     """Like ``with torch.device("meta")``: a tensor made without ``device=`` lands on meta.
 
     Except 0-dim tensors (``torch.tensor(float("-inf"))``): a CPU scalar may meet tensors on
@@ -117,7 +117,7 @@ class _NewTensorsOnMeta(_RemoteTorchMode):
     which makes nothing new and keeps ``t``'s device (moving it would hide a later ``t.cpu()``).
     """
 
-    remote = ("new_on_meta",)
+    remote = (Mode.NEW_ON_META,)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         from torch.utils._device import _device_constructors
@@ -165,7 +165,7 @@ def check_device_dtype(
     # 1. device, on meta
     meta_args = _map_tensors(args, lambda t: t.detach().to("meta"))
     meta_kwargs = _map_tensors(kwargs, lambda t: t.detach().to("meta"))
-    mixing = _DeviceMixing()
+    mixing = DeviceMixing()
     target = prepared(meta_args, meta_kwargs)
     try:
         with warnings.catch_warnings(), mixing:
@@ -182,16 +182,16 @@ def check_device_dtype(
         _fail(f"{name} mixes devices: {mixing.found[0]} received a tensor on the inputs' device and one created "
               "inside the function on the CPU; on a GPU this call would crash.", device_hint)
     if out is not None:
-        stray = [t for t in _tensors_in(out) if t.device.type != "meta"]
+        stray = [t for t in tensors_in(out) if t.device.type != "meta"]
         if stray:
             _fail(f"{name} returned a tensor on {stray[0].device} although every input was on another "
                   "device: it was created without device=. On a GPU it would come back on the CPU.", device_hint)
     else:
         # meta inputs cannot run it: keep the real inputs and make meta the *default* device,
         # so that a tensor created without device= lands on meta and meets the real ones.
-        inputs = _tensors_in((args, kwargs))
+        inputs = tensors_in((args, kwargs))
         try:
-            with warnings.catch_warnings(), _NewTensorsOnMeta():
+            with warnings.catch_warnings(), NewTensorsOnMeta():
                 warnings.simplefilter("ignore")
                 out = fn(*_map_tensors(args, lambda t: t.clone()), **_map_tensors(kwargs, lambda t: t.clone()))
         except CheckFailed:
@@ -202,7 +202,7 @@ def check_device_dtype(
                       "created inside the function without device= on another; on a GPU this call would crash.",
                       device_hint)
         else:
-            if inputs and any(t.device.type == "meta" for t in _tensors_in(out)):
+            if inputs and any(t.device.type == "meta" for t in tensors_in(out)):
                 _fail(f"{name} returned a tensor created without device=: it does not follow its inputs' "
                       "device. On a GPU it would come back on the CPU.", device_hint)
         with warnings.catch_warnings():
@@ -210,7 +210,7 @@ def check_device_dtype(
             out = fn(*args, **kwargs)
         if inputs:
             device = inputs[0].device
-            wrong = [t for t in _tensors_in(out) if t.device != device]
+            wrong = [t for t in tensors_in(out) if t.device != device]
             if wrong:
                 _fail(f"{name} returned a tensor on {wrong[0].device}, but its inputs are on {device}.", device_hint)
     if not check_dtype:
@@ -232,7 +232,7 @@ def check_device_dtype(
                 _fail(f"{name} fails on {str(input_dtype).replace('torch.', '')} inputs: {_short(error)}. "
                       "It should work for any float dtype.",
                       hint or "do not hard-code float32: take dtypes from the inputs (dtype=x.dtype, *_like).")
-        wrong = [t.dtype for t in _tensors_in(out) if t.is_floating_point() and t.dtype != input_dtype]
+        wrong = [t.dtype for t in tensors_in(out) if t.is_floating_point() and t.dtype != input_dtype]
         if wrong:
             _fail(f"{name} returned {str(wrong[0]).replace('torch.', '')} for "
                   f"{str(input_dtype).replace('torch.', '')} inputs: the output should keep the input's dtype.",
@@ -274,7 +274,7 @@ def check_backward(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = function(*inputs, **kwargs)
-        outputs = [t for t in _tensors_in(out) if t.is_floating_point()]
+        outputs = [t for t in tensors_in(out) if t.is_floating_point()]
         if not any(t.requires_grad for t in outputs):
             _fail(f"{who}: no gradient can flow back through the output (it is cut from the graph).",
                   hint or "do not use .detach(), .data, .item() or torch.no_grad() on the path from the inputs to the output.")
@@ -313,7 +313,7 @@ def check_backward(
 
 
 def _same(a: Any, b: Any) -> bool:
-    ta, tb = _tensors_in(a), _tensors_in(b)
+    ta, tb = tensors_in(a), tensors_in(b)
     if not ta and not tb:
         return a == b
     return len(ta) == len(tb) and all(x.shape == y.shape and torch.equal(x, y) for x, y in zip(ta, tb))

@@ -28,7 +28,8 @@ import nbformat
 from nbclient import NotebookClient
 
 from course_utils.cells import grading_cells, nbgrader_meta, read, strip_solution_markers
-from course_grader.grading.checker import check_cell, checker_enabled, prelude_from_source, split_hidden
+from course_grader.grading.checker import CheckResult, check_cell, checker_enabled, grade_test_cell, prelude_from_source
+from course_utils.cells import split_hidden
 from course_utils.layout import KERNEL_NAME, notebook_paths
 from course_grader.authoring.mistakes import Accepted, Mistake
 
@@ -121,26 +122,52 @@ class _Kernel:
         self._open.close()
 
     def run(self, index: int, source: str, check: bool = True) -> str | None:
-        """Run ``source`` as cell ``index``; return the error (``"ename: evalue"``) or None.
-        ``check=False``: a test cell's visible part only, without the checker (the checker
-        changes nothing in the kernel's namespace, so restoring the kernel does not need it)."""
+        """Run ``source`` as cell ``index``; return the error (``"ename: evalue"``) or None. A test
+        cell is graded as in grading (:func:`~course_grader.grading.checker.grade_test_cell`);
+        ``check=False``: its visible part only, without the checker (the checker changes nothing
+        in the kernel's namespace, so restoring the kernel does not need it)."""
         cell = self.nb.cells[index]
         meta = nbgrader_meta(cell)
-        is_test = meta.get("grade") and not meta.get("solution") and self.checked
-        cell.source = split_hidden(source) if is_test else source
+        if not (meta.get("grade") and not meta.get("solution") and self.checked):
+            return self.execute(index, source)
+        if not check:
+            return self.execute(index, split_hidden(source))
+        result = grade_test_cell(_TestCell(self, index), source)
+        return None if result.ok else f"{result.ename}: {result.evalue}"
+
+    def execute(self, index: int, source: str) -> str | None:
+        """Run ``source`` as cell ``index`` in the kernel: its error (``"ename: evalue"``) or None."""
+        cell = self.nb.cells[index]
+        full = cell.source
+        cell.source = source
         try:
             self.client.execute_cell(cell, index)
         except Exception as failure:  # noqa: BLE001 - a timeout or a dead kernel is a result too
             return f"{type(failure).__name__}: {failure}"
         finally:
-            cell.source = source
-        error = _error(cell)
-        if error or not is_test or not check:
-            return error
-        # as in grading: the trusted checker runs the whole test cell against the kernel
-        connection = self.connection or self.client.km.get_connection_info()
-        result = check_cell(connection, source, self.prelude, float(self.timeout))
-        return None if result.ok else f"{result.ename}: {result.evalue}"
+            cell.source = full
+        return _error(cell)
+
+
+class _TestCell:
+    """A test cell of a curated mistake's run, graded as grading does. The kernel runs the course's
+    own candidates, so a visible test that fails there is final (grading never takes a kernel's word:
+    there the checker decides every cell)."""
+
+    def __init__(self, kernel: _Kernel, index: int) -> None:
+        self.kernel, self.index = kernel, index
+
+    def run_visible(self, source: str) -> CheckResult | None:
+        error = self.kernel.execute(self.index, source)
+        if error is None:
+            return None
+        ename, _, evalue = error.partition(": ")
+        return CheckResult(False, ename, evalue)
+
+    def check(self, source: str) -> CheckResult:
+        kernel = self.kernel
+        connection = kernel.connection or kernel.client.km.get_connection_info()
+        return check_cell(connection, source, kernel.prelude, float(kernel.timeout))
 
 
 def check_rejections(

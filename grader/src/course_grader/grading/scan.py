@@ -120,7 +120,7 @@ _PREFIX_RULES: dict[str, str] = {
     **dict.fromkeys(["IPython.core", "IPython.terminal", "IPython.get_ipython", "IPython.InteractiveShell"],
                     "ipython-hook"),
     **dict.fromkeys(["unittest.mock", "mock", "pytest.MonkeyPatch"], "monkeypatch"),
-    **dict.fromkeys(["course_utils.agent", "course_utils.wire"], "integrity"),
+    **dict.fromkeys(["course_utils.protocol"], "integrity"),
     # harmless corners of flagged packages (the longest prefix decides; "" is no flag)
     **dict.fromkeys(["IPython.core.display", "IPython.core.pylabtools", "os.path.join", "os.path.exists"], ""),
 }
@@ -145,7 +145,7 @@ _NAMED_ATTRS = {
     "settrace": "introspection", "displayhook": "ipython-hook", "excepthook": "ipython-hook",
     "raw_input": "ipython-hook", "iopub_socket": "ipython-hook", "get_parent": "ipython-hook",
     "_parent_header": "ipython-hook", "send_multipart": "ipython-hook", "_ACTIVE": "integrity",
-    "_AUDIT": "integrity", "_HOOKED": "integrity", "_REMOTE_MODES": "integrity",
+    "_AUDIT": "integrity", "_HOOKED": "integrity", "_REMOTE_MODES": "integrity", "REMOTE_MODES": "integrity",
 }
 # Names whose (re)assignment, on any object, switches a watch off or replaces what is graded.
 _WATCH_NAMES = {"own_work", "banned_calls", "answer", "check_defined_here", "serve", "_ACTIVE", "_AUDIT"}

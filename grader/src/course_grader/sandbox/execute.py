@@ -131,7 +131,7 @@ class SandboxedExecute(Execute):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
         test_cell = cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
-        from course_grader.grading.checker import CheckResult, split_hidden
+        from course_grader.grading.checker import CheckResult, grade_test_cell
 
         stopped = getattr(self, "_kernel_stopped", None)
         if stopped and cell.cell_type == "code":
@@ -141,30 +141,12 @@ class SandboxedExecute(Execute):
             return cell
         if not test_cell or not checker_enabled(assignment):
             return await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        full = cell.source
-        cell.source = split_hidden(full)
-        try:
-            await super().async_execute_cell(cell, cell_index, execution_count, store_history)
-        finally:
-            cell.source = full
-        # What the kernel wrote is the student's to forge: no execute_result or display_data of it stays
-        # in a test cell (nbgrader would read one as the score), and no error of it either (its message
-        # is the kernel's to choose: hidden inputs it saw earlier, a fake check message). The checker
-        # runs the whole cell, the visible tests included, and its verdict is the one shown.
-        kernel_errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
-        timed_out = any(o.get("ename") in ("CellTimeoutError", "KeyboardInterrupt") for o in kernel_errors)
-        if timed_out or getattr(self, "_kernel_stopped", None):
-            # the visible tests ran past the cell's limit (the checker would only wait as long again)
-            reason = getattr(self, "_kernel_stopped", None) or "the visible tests ran past the cell's time limit"
-            record_check(cell, CheckResult(False, "CellTimeoutError" if timed_out else "KernelStopped", reason))
-            return cell
         if getattr(self, "_checker", None) is None:
             from course_grader.grading.checker import CheckerProcess
 
             self._checker = CheckerProcess()
-        result = await asyncio.to_thread(self._checker.check, self.km.get_connection_info(), full,
-                                         self._checker_prelude(), float(self.timeout or 120), self._withheld())
+        result = await asyncio.to_thread(grade_test_cell, _GradedKernel(self, asyncio.get_running_loop(), cell, cell_index,
+                                                                        execution_count, store_history), cell.source)
         record_check(cell, result)
         if result.timed_out:
             await self._stop_kernel("a test of this cell ran past its time limit; the kernel was stopped, "
@@ -317,6 +299,44 @@ def record_check(cell: Any, result: Any, show: bool = True) -> None:
 
 def _error_output(ename: str, evalue: str) -> Any:
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class _GradedKernel:
+    """The sandboxed kernel as :func:`~course_grader.grading.checker.grade_test_cell` grades a test
+    cell in it (called from a worker thread: the kernel's run goes back to the executor's loop)."""
+
+    def __init__(self, executor: Any, loop: asyncio.AbstractEventLoop, cell: Any, index: int,
+                 execution_count: Any, store_history: bool) -> None:
+        self.executor, self.loop, self.cell = executor, loop, cell
+        self.index, self.execution_count, self.store_history = index, execution_count, store_history
+
+    def run_visible(self, source: str) -> Any:
+        from course_grader.grading.checker import CheckResult
+
+        executor, cell, full = self.executor, self.cell, self.cell.source
+        run = super(SandboxedExecute, executor).async_execute_cell(cell, self.index, self.execution_count, self.store_history)
+        cell.source = source
+        try:
+            asyncio.run_coroutine_threadsafe(run, self.loop).result()
+        finally:
+            cell.source = full
+        # What the kernel wrote is the student's to forge: no execute_result or display_data of it stays
+        # in a test cell (nbgrader would read one as the score), and no error of it either (its message
+        # is the kernel's to choose: hidden inputs it saw earlier, a fake check message). The checker
+        # runs the whole cell, the visible tests included, and its verdict is the one shown.
+        kernel_errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+        timed_out = any(o.get("ename") in ("CellTimeoutError", "KeyboardInterrupt") for o in kernel_errors)
+        stopped = getattr(executor, "_kernel_stopped", None)
+        if timed_out or stopped:  # the visible tests ran past the cell's limit (the checker would only wait as long again)
+            reason = stopped or "the visible tests ran past the cell's time limit"
+            return CheckResult(False, "CellTimeoutError" if timed_out else "KernelStopped", reason)
+        return None
+
+    def check(self, source: str) -> Any:
+        executor = self.executor
+        return executor._checker.check(executor.km.get_connection_info(), source, executor._checker_prelude(),
+                                       float(executor.timeout or 120), executor._withheld())
 
 
 def source_notebook(config: Any, resources: dict) -> Path | None:

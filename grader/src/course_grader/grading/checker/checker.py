@@ -1,12 +1,12 @@
-"""The trusted checker: a test cell's code runs here, never in the student's kernel.
+"""The checker proper: one test cell's code run here against the student's kernel.
 
 When a test cell is graded, the kernel runs only its visible part (what the student sees
 anyway). Then this process runs the whole cell, visible and hidden tests, in a namespace of
 its own: the course's check functions and libraries are imported *here*, and every other name
-the tests use is looked up in the kernel through :mod:`course_utils.agent`. Student objects
+the tests use is looked up in the kernel through :mod:`course_utils.protocol.agent`. Student objects
 (functions, classes, models) stay in the kernel and appear here as :class:`RemoteObject`
 proxies; calling one sends the arguments over, and the result comes back as plain data
-(:mod:`course_utils.wire`). Every comparison, tolerance and verdict happens in this process, so
+(:mod:`course_utils.protocol.wire`). Every comparison, tolerance and verdict happens in this process, so
 nothing the student's code does in its kernel can switch a check off or read a hidden test.
 
 To keep a test cell's meaning the same as in one process:
@@ -30,24 +30,23 @@ import builtins
 import importlib
 import io
 import itertools
-import json
 import os
-import queue
 import re
-import sys
 import time
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import torch
 
-from course_utils import checks, wire
-from course_utils.cells import split_hidden  # the one grammar of hidden blocks
-from course_utils.agent import _replace_grad_tensors, set_default_device
+from course_grader.grading.checker.link import CheckerError, CheckerTimeout, KernelLink
+from course_grader.grading.checker.remote import _LIBRARIES, RemoteError, RemoteObject, _mirror
+from course_utils import checks
+from course_utils.protocol import wire
+from course_utils.protocol.messages import REMOTE_MODES, Callback, Mode, Op, bridged, set_default_device, tensors_in
 
-__all__ = ["checker_enabled", "CheckerError", "CheckResult", "RemoteObject", "Checker", "check_cell", "prelude_from_source", "split_hidden"]
+
+__all__ = ["BASE_PRELUDE", "Checker", "CheckResult", "check_cell", "checker_enabled", "prelude_from_source"]
 
 # Imported in the checker, whatever the notebook does: the tests' own vocabulary.
 BASE_PRELUDE = (
@@ -55,32 +54,7 @@ BASE_PRELUDE = (
     "from course_utils.checks import *\n"
 )
 # Packages whose classes a proxy may claim to be an instance of (isinstance checks).
-_LIBRARIES = ("torch", "numpy", "course_utils", "collections", "datasets", "builtins")
-_AGENT_CODE = "__import__('course_utils.agent', fromlist=['serve']).serve()"
-_MAX_MESSAGE = 400 * 2**20
-# all messages of one test cell together: what the checker may have to hold (the red team kept
-# 15 tensors of 250 MiB alive through one answer's `.shape`); the course's largest cell uses ~40 MiB
-_MAX_RECEIVED = int(os.environ.get("COURSE_CHECKER_MAX_BYTES", str(768 << 20)))
-
-
-CHECKER_GRACE = 30.0  # seconds the checker process may run past a cell's limit before it is restarted
 MAX_EVIDENCE = 50  # evidence items kept per test cell (the kernel's to send: bounded)
-
-
-class CheckerError(RuntimeError):
-    """The kernel did not answer the checker as the protocol says (a crash, a time-out, garbage)."""
-
-
-class CheckerTimeout(CheckerError):
-    """The test cell's deadline passed while the kernel was computing (the kernel is then stopped)."""
-
-
-class RemoteError(Exception):
-    """An exception raised in the kernel whose type has no counterpart here."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}" if message else kind)
-        self.kind = kind
 
 
 # What the student reads when their code raised during a test: the kernel's own message (its
@@ -151,270 +125,6 @@ def prelude_from_source(cells: Sequence[str], answers: Sequence[str] = ()) -> st
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- the link
-
-
-class KernelLink:
-    """The checker's own client on the kernel: one execute request that runs the agent,
-    then one ``input()`` round trip per question."""
-
-    def __init__(self, connection_info: dict, deadline: float) -> None:
-        from jupyter_client.blocking import BlockingKernelClient
-
-        self.deadline = deadline
-        self.client = BlockingKernelClient()
-        self.client.load_connection_info(connection_info)
-        self.client.start_channels()
-        self.msg_id = self.client.execute(_AGENT_CODE, silent=False, store_history=False, allow_stdin=True)
-        self.closed = False
-        self.pending: dict | None = None
-        self.received = 0  # characters the kernel has sent this test cell
-
-    def _next_or_none(self, wait: float) -> dict | None:
-        """The kernel's next message within ``wait`` seconds, or None."""
-        return self._next(until=min(self.deadline, time.monotonic() + wait))
-
-    def _drain_iopub(self) -> None:
-        while True:  # what the student's code prints while checked is nobody's business
-            try:
-                self.client.get_iopub_msg(timeout=0)
-            except queue.Empty:
-                return
-            except ValueError:  # a garbled or replayed message of the kernel's: nobody's business either
-                continue
-
-    def _next(self, until: float | None = None) -> Any:
-        while True:
-            remaining = (until or self.deadline) - time.monotonic()
-            if remaining <= 0 and until is not None and until < self.deadline:
-                return None
-            if remaining <= 0:
-                self._interrupt()
-                raise CheckerTimeout("the tests timed out waiting for the notebook's code")
-            try:
-                msg = self.client.get_stdin_msg(timeout=min(remaining, 0.5))
-            except queue.Empty:
-                self._drain_iopub()
-                self._check_alive()
-                continue
-            if msg.get("msg_type") != "input_request" or msg.get("parent_header", {}).get("msg_id") != self.msg_id:
-                continue
-            prompt = msg["content"].get("prompt", "")
-            if len(prompt) > _MAX_MESSAGE:
-                raise CheckerError("the notebook's answer is too large")
-            self.received += len(prompt)
-            if self.received > _MAX_RECEIVED:  # kept alive by the tests: bounded per test cell
-                self._interrupt()
-                raise CheckerError(f"the notebook's code sent the tests more than {_MAX_RECEIVED >> 20} MiB "
-                                   "in one test cell")
-            try:
-                message = json.loads(prompt)
-            except ValueError:
-                raise CheckerError("the notebook's code wrote to the grader's channel (input() while tested?)") from None
-            if not isinstance(message, dict):
-                raise CheckerError("the kernel sent something that is not a message")
-            return message
-
-    def _check_alive(self) -> None:
-        try:
-            reply = self.client.get_shell_msg(timeout=0)
-        except queue.Empty:
-            return
-        if reply.get("parent_header", {}).get("msg_id") == self.msg_id:
-            self.closed = True
-            content = reply.get("content", {})
-            raise CheckerError(f"the kernel stopped answering the tests ({content.get('ename', 'no error')}: "
-                               f"{content.get('evalue', '')})")
-
-    def _interrupt(self) -> None:
-        try:
-            msg = self.client.session.msg("interrupt_request", {})
-            self.client.control_channel.send(msg)
-        except Exception:  # noqa: BLE001 - best effort; the notebook's own time limit follows
-            pass
-
-    def exchange(self, message: dict) -> dict:
-        if self.closed:
-            raise CheckerError("the kernel stopped answering the tests")
-        if not self.started:
-            return self._first(message)
-        self.client.input(json.dumps(message))
-        return self._next()
-
-    started = False
-
-    def _first(self, message: dict) -> dict:
-        """The first question. The kernel's hello may be lost (a stdin message the kernel sends
-        before our socket has connected is dropped), so after a moment we ask anyway; a hello
-        that then arrives means the kernel had not asked yet and our question was flushed: ask again."""
-        hello = self._next_or_none(2.0)
-        self.client.input(json.dumps(message))
-        while True:
-            reply = self._next()
-            if "hello" in reply and len(reply) == 1:
-                if hello is not None:
-                    raise CheckerError("the kernel greeted the checker twice")
-                hello = reply
-                self.client.input(json.dumps(message))
-                continue
-            self.started = True
-            return reply
-
-    def close(self) -> None:
-        if os.environ.get("COURSE_CHECKER_DEBUG"):
-            print(f"checker: received {self.received / 2**20:.1f} MiB in this test cell", file=sys.stderr, flush=True)
-        try:
-            if not self.closed:
-                self.client.input(json.dumps({"op": "end"}))
-                end = time.monotonic() + 10
-                while time.monotonic() < end:
-                    try:
-                        reply = self.client.get_shell_msg(timeout=0.5)
-                    except queue.Empty:
-                        continue
-                    if reply.get("parent_header", {}).get("msg_id") == self.msg_id:
-                        break
-            self._drain_iopub()
-        finally:
-            self.client.stop_channels()
-
-
-# --------------------------------------------------------------------------- proxies
-
-
-_LOCAL = frozenset({"_remote", "_tag", "_ref", "_unary", "__class__", "__deepcopy__", "__copy__", "__reduce_ex__", "__reduce__",
-                    "__getstate__", "__setstate__", "__dict__", "__weakref__", "__slots__", "__init__",
-                    "__torch_function__", "__array_interface__", "__array_struct__", "__len__", "__iter__"})
-
-
-_NEVER_PROXIED = (torch.Tensor, np.ndarray, np.generic, torch.Generator)  # these cross as data, never as handles
-
-
-def _local_class(mro: Sequence[str]) -> type | None:
-    """The first library class in the kernel object's MRO, looked up among modules this process
-    has already imported (a class name from the kernel never makes us import anything: a module's
-    top-level code would run here). A handle never claims a class whose objects cross as data."""
-    for entry in mro:
-        module, _, qualname = entry.partition(":")
-        if module.split(".")[0] not in _LIBRARIES or "<locals>" in qualname or module == "builtins":
-            continue
-        obj: Any = sys.modules.get(module)
-        try:
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-        except Exception:  # noqa: BLE001 - a name the kernel made up
-            continue
-        if isinstance(obj, type) and not issubclass(obj, _NEVER_PROXIED):
-            return obj
-    return None
-
-
-class RemoteObject:
-    """An object that lives in the student's kernel. Every use is a question to the kernel."""
-
-    __slots__ = ("_remote", "_tag")
-
-    def __init__(self, remote: "Checker", tag: dict) -> None:
-        object.__setattr__(self, "_remote", remote)
-        object.__setattr__(self, "_tag", tag)
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in _LOCAL:
-            return object.__getattribute__(self, name)
-        remote, tag = object.__getattribute__(self, "_remote"), object.__getattribute__(self, "_tag")
-        return remote.request("getattr", target={"$handle": tag["$handle"]}, name=name)
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:  # noqa: D105 - isinstance(proxy, nn.Linear) for library classes
-        tag = object.__getattribute__(self, "_tag")
-        return _local_class(tag.get("mro", [])) or RemoteObject
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self._remote.request("setattr", target=self._ref(), name=name, value=self._remote.enc(value))
-
-    def _ref(self) -> dict:
-        return {"$handle": object.__getattribute__(self, "_tag")["$handle"]}
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._remote.call(self, args, kwargs)
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._remote.request("getitem", target=self._ref(), key=self._remote.enc(key))
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._remote.request("setitem", target=self._ref(), key=self._remote.enc(key), value=self._remote.enc(value))
-
-    def _unary(self, how: str) -> Any:
-        return self._remote.request("unary", target=self._ref(), how=how)
-
-    def __len__(self) -> int:
-        n = self._unary("len")
-        if type(n) is not int:
-            raise TypeError("len() of the notebook's object is not an int")
-        return n
-
-    def __iter__(self) -> Any:
-        it = self._unary("iter")
-        if isinstance(it, (torch.Tensor, np.ndarray)):  # a handle never stands for a tensor: garbage
-            raise CheckerError("the kernel answered an iteration with a tensor")
-        return it if isinstance(it, RemoteObject) else iter(it)
-
-    def __next__(self) -> Any:
-        return self._unary("next")
-
-    def __bool__(self) -> bool:
-        return bool(self._unary("bool") is True)
-
-    def __contains__(self, item: Any) -> bool:
-        return self._remote.request("contains", target=self._ref(), item=self._remote.enc(item)) is True
-
-    def __repr__(self) -> str:
-        try:
-            text = self._unary("repr")
-        except Exception:  # noqa: BLE001
-            text = None
-        return str(text)[:300] if isinstance(text, str) else "<an object of the notebook>"
-
-    __str__ = __repr__
-
-    def __deepcopy__(self, memo: dict) -> Any:
-        return self._unary("deepcopy")
-
-    def __copy__(self) -> Any:
-        return self._unary("copy")
-
-    def __reduce_ex__(self, protocol: int) -> Any:
-        raise TypeError("an object of the notebook cannot be pickled by the checker")
-
-    def __eq__(self, other: Any) -> bool:
-        if isinstance(other, RemoteObject):
-            return self._ref() == other._ref()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(("remote", object.__getattribute__(self, "_tag")["$handle"]))
-
-
-class _Bridge(torch.autograd.Function):
-    """Ties outputs computed in the kernel to this process's autograd graph."""
-
-    @staticmethod
-    def forward(ctx: Any, remote: "Checker", graph: int, n_inputs: int, outputs: list, *inputs: torch.Tensor) -> Any:
-        ctx.remote, ctx.graph, ctx.n_inputs = remote, graph, n_inputs
-        ctx.shapes = [(t.shape, t.dtype) for t in inputs[:n_inputs]]
-        return tuple(o.detach().clone() for o in outputs)
-
-    @staticmethod
-    def backward(ctx: Any, *grad_outputs: torch.Tensor) -> Any:
-        grads = ctx.remote.request("backward", graph=ctx.graph, grads=ctx.remote.enc(list(grad_outputs)))
-        if not isinstance(grads, list) or len(grads) != ctx.n_inputs:
-            raise CheckerError("the kernel's backward pass returned the wrong number of gradients")
-        out = []
-        for g, (shape, dtype) in zip(grads, ctx.shapes):
-            ok = isinstance(g, torch.Tensor) and g.shape == shape
-            out.append(g.to(dtype) if ok else None)
-        return (None, None, None, None, *out, None)
-
 
 # --------------------------------------------------------------------------- the checker
 
@@ -425,7 +135,7 @@ class Checker:
     def __init__(self, link: KernelLink, withheld: Sequence[str] = ()) -> None:
         self.link = link
         self.proxies: dict[int, RemoteObject] = {}
-        self.callbacks: dict[int, Callable[..., Any]] = {}
+        self.callbacks: dict[int, Any] = {}  # the tests' objects lent to the kernel
         self.callback_graphs: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         self.sent: dict[int, Any] = {}
         self.sent_tensors: dict[int, torch.Tensor] = {}
@@ -439,7 +149,7 @@ class Checker:
         self.evidence: list[str] = []
         self._seen_evidence: set[str] = set()
         self.withheld: tuple[str, ...] = tuple(withheld)
-        first = self.link.exchange({"op": "lookup", "names": []})
+        first = self.link.exchange({"op": Op.LOOKUP, "names": []})
         self._sync_rng(first)
         self.kernel_dtype = None
 
@@ -454,7 +164,7 @@ class Checker:
         if type_ref and not (ref and self._withheld(ref)) and (
                 getattr(obj, "__course_by_value__", False) or not self._runs_withheld(obj)):  # the tests' own model or vocabulary, of a library class: sent by value
             # (pickled one way only: the kernel never sends a pickle back)
-            buffer = io.BytesIO()
+            buffer: io.BytesIO | None = io.BytesIO()
             try:
                 torch.save(obj, buffer)
             except Exception:  # noqa: BLE001 - it holds something of the tests' own: lent by reference below
@@ -522,7 +232,7 @@ class Checker:
 
     def enc(self, value: Any) -> Any:
         with torch._C.DisableTorchFunction():  # a test's torch mode (meta as default device) must not touch the wire
-            for tensor in checks._tensors_in(value):
+            for tensor in tensors_in(value):
                 self.sent_tensors[id(tensor)] = tensor  # handed back, it comes back as itself
             return wire.encode(value, self.handle_of, known=self._known_table)
 
@@ -582,7 +292,7 @@ class Checker:
             if len(raw) == torch.get_rng_state().numel():
                 torch.set_rng_state(torch.frombuffer(bytearray(raw), dtype=torch.uint8).clone())
 
-    def raw_request(self, op: str, **fields: Any) -> dict:
+    def raw_request(self, op: Op, **fields: Any) -> dict:
         context = {
             "rng": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii"),
             "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
@@ -604,7 +314,7 @@ class Checker:
             raise CheckerError("the kernel's reply holds no value")
         return reply
 
-    def request(self, op: str, **fields: Any) -> Any:
+    def request(self, op: Op, **fields: Any) -> Any:
         reply = self.raw_request(op, **fields)
         if "sent_grads" in reply:
             self._receive_grads(self.dec(reply["sent_grads"]))
@@ -637,31 +347,34 @@ class Checker:
             function = self.callbacks.get(int(message.get("callback", -1)))
             if function is None:
                 raise CheckerError("the kernel called back a function the checker never sent")
-            how = message.get("how", "call")
+            try:
+                how = Callback(message.get("how", Callback.CALL))
+            except ValueError:
+                raise CheckerError(f"the kernel asked the checker for {str(message.get('how'))[:40]!r}") from None
             args, kwargs = self.dec(message.get("args", {"$list": []}), fresh=True), self.dec(message.get("kwargs", {"$dict": []}), fresh=True)
-            inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
+            inputs = [t for t in tensors_in((list(args), kwargs)) if t.requires_grad]
             with torch.set_grad_enabled(bool(message.get("grad", True))):  # the kernel's mode at the call
-                if how == "call":
+                if how is Callback.CALL:
                     result = function(*args, **kwargs)
-                elif how == "getattr":
+                elif how is Callback.GETATTR:
                     name = str(message.get("name"))
                     if _UNLENT_ATTRIBUTE.match(name):  # private, frame, code and generator internals
                         raise AttributeError(name)
                     result = getattr(function, name)
-                elif how == "getitem":
+                elif how is Callback.GETITEM:
                     result = function[self.dec(message.get("key"), fresh=True)]
-                elif how == "len":
+                elif how is Callback.LEN:
                     result = len(function)
-                elif how == "list":
+                elif how is Callback.LIST:
                     result = list(function)
-                elif how == "next":
+                elif how is Callback.NEXT:
                     result = next(function)
                 else:
                     raise CheckerError(f"the kernel asked the checker for {how!r}")
             if isinstance(result, types.GeneratorType):  # (module.parameters()): its items, never its frame
                 result = iter(list(itertools.islice(result, 100_000)))
             reply: dict[str, Any] = {"return": self.enc(result)}
-            outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
+            outputs = [t for t in tensors_in(result) if t.requires_grad]
             if outputs:
                 self.callback_graphs[len(self.callback_graphs) + 1] = (inputs, outputs)
                 reply["graph"] = len(self.callback_graphs)
@@ -672,34 +385,36 @@ class Checker:
             return {"raise": {"type": type(error).__name__, "message": str(error)[:2000]}}
 
     def call(self, target: RemoteObject, args: tuple, kwargs: dict) -> Any:
-        modes = [mode for mode, _ in checks._REMOTE_MODES]
         watched = [*args, *kwargs.values()]
-        local_inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
-        reply = self.raw_request("call", target=target._ref(), args=self.enc(list(args)), kwargs=self.enc(kwargs),
-                                 modes=modes)
+        local_inputs = [t for t in tensors_in((list(args), kwargs)) if t.requires_grad]
+        reply = self.raw_request(Op.CALL, target=target._ref(), args=self.enc(list(args)), kwargs=self.enc(kwargs),
+                                 modes=REMOTE_MODES.modes())
         for index, data in (reply.get("after") or {}).items():
             _write_back(watched[int(index)], self.dec(data))
         found = reply.get("mixing")
         if found:
-            for mode, owner in checks._REMOTE_MODES:
-                if mode[0] == "device_mixing" and not owner.found:
+            for owner in REMOTE_MODES.owners(Mode.DEVICE_MIXING):
+                if not owner.found:
                     owner.found.extend(str(f) for f in found)
         if "allocations" in reply:  # checks.AllocationLog: the kernel's record of the call
-            for mode, owner in checks._REMOTE_MODES:
-                if mode[0] == "allocations":
-                    owner.absorb(reply["allocations"])
+            for owner in REMOTE_MODES.owners(Mode.ALLOCATIONS):
+                owner.absorb(reply["allocations"])
         result = self.dec(reply["value"])
         if "graph" in reply and torch.is_grad_enabled():
-            outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
-            if outputs:
-                anchor = torch.zeros((), device="cpu", requires_grad=True)  # so the outputs require grad even with no input that does
-                bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(local_inputs), outputs, *local_inputs, anchor))
-                result = _replace_grad_tensors(result, bridged)
+            graph = int(reply["graph"])
+            result = bridged(result, lambda grads: self._backward_in_kernel(graph, len(local_inputs), grads), local_inputs)
         return result
 
+    def _backward_in_kernel(self, graph: int, n_inputs: int, grads: list) -> list:
+        """Run backward through the kernel's graph of one call: the gradients of its inputs."""
+        answer = self.request(Op.BACKWARD, graph=graph, grads=self.enc(grads))
+        if not isinstance(answer, list) or len(answer) != n_inputs:
+            raise CheckerError("the kernel's backward pass returned the wrong number of gradients")
+        return answer
+
     def substitute(self, replacements: dict[str, Any]) -> Callable[[], None]:
-        token = self.request("substitute", names=self.enc(replacements))
-        return lambda: self.request("restore", token=token)
+        token = self.request(Op.SUBSTITUTE, names=self.enc(replacements))
+        return lambda: self.request(Op.RESTORE, token=token)
 
 
 def _holder(root: torch.nn.Module, name: str) -> tuple[torch.nn.Module, str]:
@@ -836,33 +551,6 @@ def _lendable(obj: Any) -> bool:
     return _from_tests_or_library(type(obj).__module__) or type(obj).__module__ in ("builtins", "functools")
 
 
-_MIRRORED = {name: getattr(builtins, name) for name in dir(builtins)
-             if isinstance(getattr(builtins, name), type) and issubclass(getattr(builtins, name), Exception)}
-
-
-def _mirror(info: Any) -> BaseException:
-    """The kernel's exception, as an exception of the same kind here (never its traceback)."""
-    if not isinstance(info, dict):
-        return CheckerError("the kernel sent a malformed error")
-    kind, message = str(info.get("type", "Exception"))[:100], str(info.get("message", ""))[:2000]
-    # (a CheckFailed of the kernel is not one of ours: only the checker's own checks fail a test
-    # with a check message; the kernel's is an error of the student's code like any other)
-    error: BaseException = RemoteError(kind, message)
-    if kind in _MIRRORED:
-        try:
-            error = _MIRRORED[kind](message)
-        except Exception:  # noqa: BLE001 - exceptions with unusual constructors
-            pass
-    else:
-        mro = [str(m) for m in info.get("mro", [])] if isinstance(info.get("mro"), list) else []
-        for base in mro[1:]:  # a student's subclass of ValueError is still a ValueError here
-            if base in _MIRRORED and base not in ("Exception", "BaseException"):
-                error = _MIRRORED[base](f"{kind}: {message}")
-                break
-    error.__course_from_kernel__ = True  # type: ignore[attr-defined]
-    return error
-
-
 # --------------------------------------------------------------------------- one cell
 
 
@@ -916,7 +604,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         checker.tree, checker.source = tree, source
         wanted = [name for name in _names_used(tree) if name not in trusted]
         if wanted:
-            found = checker.request("lookup", names=wanted)
+            found = checker.request(Op.LOOKUP, names=wanted)
             if isinstance(found, dict):
                 namespace.update({k: v for k, v in found.items() if isinstance(k, str) and k in wanted})
         namespace["__course_remote_substitute__"] = checker.substitute
@@ -936,7 +624,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         return CheckResult(False, type(error).__name__,
                            f"the tests could not use what your code returned ({type(error).__name__})", evidence)
     finally:
-        checks._REMOTE_MODES.clear()
+        REMOTE_MODES.clear()
         torch.set_default_dtype(saved_dtype)
         torch.set_grad_enabled(saved_grad)
         set_default_device(str(saved_device))
@@ -946,72 +634,3 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
             except Exception:  # noqa: BLE001
                 pass
 
-
-# --------------------------------------------------------------------------- a checker process
-
-
-class CheckerProcess:
-    """The checker in a process of its own (``python -m course_grader.grading.checker``), one per
-    graded notebook: nbgrader's process runs an event loop a blocking kernel client cannot share,
-    and what a test computes stays out of the process that holds the gradebook."""
-
-    def __init__(self) -> None:
-        import subprocess
-        import sys
-
-        self.process = subprocess.Popen([sys.executable, "-m", "course_grader.grading.checker"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, bufsize=1)
-
-    def check(self, connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0,
-              withheld: Sequence[str] = ()) -> CheckResult:
-        info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection_info.items()}
-        request = {"info": info, "source": source, "prelude": prelude, "timeout": timeout, "withheld": list(withheld)}
-        try:
-            assert self.process.stdin is not None and self.process.stdout is not None
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-            import select
-
-            # the cell's deadline bounds the time spent waiting for the kernel; this bounds the checker's
-            # own work too (a question it cannot answer in time is the kernel's garbage: it is restarted)
-            ready, _, _ = select.select([self.process.stdout], [], [], timeout + CHECKER_GRACE)
-            if not ready:
-                self.process.kill()
-                self.process.wait()
-                self.__init__()  # type: ignore[misc] # a fresh checker for the notebook's next cells
-                return CheckResult(False, "GradingError", "the tests ran past the cell's time limit", timed_out=True)
-            line = self.process.stdout.readline()
-            reply = json.loads(line)
-            return CheckResult(bool(reply["ok"]), str(reply.get("ename", "")), str(reply.get("evalue", "")),
-                               [str(e) for e in reply.get("evidence", [])], bool(reply.get("timed_out")))
-        except (OSError, ValueError, KeyError, AssertionError) as error:
-            return CheckResult(False, "GradingError", f"the checker process failed ({type(error).__name__}); "
-                               "the instructor should re-grade this notebook")
-
-    def close(self) -> None:
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-            self.process.wait(timeout=10)
-        except Exception:  # noqa: BLE001
-            self.process.kill()
-
-
-def _serve_requests() -> None:
-    """One JSON request per line on stdin, one result per line on stdout."""
-    import contextlib
-    import sys
-
-    protocol = sys.stdout
-    for line in sys.stdin:
-        request = json.loads(line)
-        with contextlib.redirect_stdout(io.StringIO()):  # what the tests print is not the protocol
-            result = check_cell(request["info"], request["source"], request.get("prelude", ""),
-                                float(request.get("timeout", 120)), request.get("withheld", []))
-        protocol.write(json.dumps({"ok": result.ok, "ename": result.ename, "evalue": result.evalue,
-                                   "evidence": result.evidence, "timed_out": result.timed_out}) + "\n")
-        protocol.flush()
-
-
-if __name__ == "__main__":
-    _serve_requests()

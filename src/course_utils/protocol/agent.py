@@ -4,7 +4,8 @@ When a notebook is graded, the tests run in a separate, trusted *checker* proces
 (:mod:`course_grader.grading.checker`); the student's kernel only runs the answers. The checker
 starts :func:`serve` in the kernel and asks, one message at a time over the kernel's stdin
 channel (``input()``): look this name up, call this object with these arguments, read this
-attribute, run backward through this call. Values cross as plain data (:mod:`course_utils.wire`);
+attribute, run backward through this call (:mod:`course_utils.protocol.messages` names them). Values
+cross as plain data (:mod:`course_utils.protocol.wire`);
 everything else stays here and crosses as a handle. The kernel sees the inputs of each question
 and nothing of the tests: their code, expected values and verdicts stay in the checker.
 
@@ -23,11 +24,12 @@ import json
 import sys
 import threading
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
-from course_utils import wire
+from course_utils.protocol import wire
+from course_utils.protocol.messages import Callback, Mode, Op, Unary, bridged, set_default_device, tensors_in
 
 __all__ = ["serve"]
 
@@ -165,25 +167,25 @@ class _Session:
         return _CheckerObject(self, number)
 
     def call_checker(self, number: int, args: tuple, kwargs: dict) -> Any:
-        return self.ask_checker(number, "call", args=args, kwargs=kwargs)
+        return self.ask_checker(number, Callback.CALL, args=args, kwargs=kwargs)
 
-    def ask_checker(self, number: int, how: str, args: tuple = (), kwargs: dict | None = None, **fields: Any) -> Any:
+    def ask_checker(self, number: int, how: Callback, args: tuple = (), kwargs: dict | None = None, **fields: Any) -> Any:
         """Ask the checker to call one of its objects (or read an attribute, an item...). What comes
         back stays in the autograd graph: gradients flow to the checker's tensors and inputs."""
-        from course_utils import checks
-
         kwargs = kwargs or {}
-        inputs = [t for t in checks._tensors_in((list(args), kwargs)) if t.requires_grad]
+        inputs = [t for t in tensors_in((list(args), kwargs)) if t.requires_grad]
         message = {"callback": number, "how": how, "args": self.enc(list(args)), "kwargs": self.enc(kwargs),
                    "grad": torch.is_grad_enabled(), **fields}
         reply = self._to_checker(message)
         result = self.dec(reply["return"])
-        outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
-        if "graph" in reply and outputs and torch.is_grad_enabled():
-            anchor = torch.zeros((), device="cpu", requires_grad=True)
-            bridged = iter(_Bridge.apply(self, int(reply["graph"]), len(inputs), outputs, *inputs, anchor))
-            result = _replace_grad_tensors(result, bridged)
+        if "graph" in reply and torch.is_grad_enabled():
+            graph = int(reply["graph"])
+            result = bridged(result, lambda grads: self._backward_in_checker(graph, grads), inputs)
         return result
+
+    def _backward_in_checker(self, graph: int, grads: list) -> Any:
+        reply = self._to_checker({"callback_backward": graph, "grads": self.enc(grads)})
+        return self.dec(reply["return"])
 
     def _to_checker(self, message: dict) -> dict:
         """Send the checker a message of ours; answer its questions until it replies."""
@@ -217,7 +219,7 @@ class _Session:
                         else:
                             target.data = value.to(target.device)
             with torch.set_grad_enabled(bool(context.get("grad", True))):
-                reply = getattr(self, "op_" + str(request.get("op")))(request)
+                reply = getattr(self, "op_" + Op(request.get("op")).value)(request)
         except KeyboardInterrupt:  # the checker's time limit: the kernel is interrupted
             raise
         except BaseException as error:  # noqa: BLE001 - the student's code may raise anything, SystemExit too
@@ -257,9 +259,9 @@ class _Session:
 
     def op_unary(self, request: dict) -> dict:
         target = self.dec(request["target"])
-        how = {"len": len, "iter": iter, "next": next, "bool": bool, "repr": repr, "str": str,
-               "deepcopy": copy.deepcopy, "copy": copy.copy}[request["how"]]
-        return {"value": self.enc(how(target))}
+        how: dict[Unary, Callable[[Any], Any]] = {Unary.LEN: len, Unary.ITER: iter, Unary.NEXT: next, Unary.BOOL: bool, Unary.REPR: repr, Unary.STR: str,
+               Unary.DEEPCOPY: copy.deepcopy, Unary.COPY: copy.copy}
+        return {"value": self.enc(how[Unary(request["how"])](target))}
 
     def op_contains(self, request: dict) -> dict:
         return {"value": self.dec(request["item"]) in self.dec(request["target"])}
@@ -290,31 +292,34 @@ class _Session:
         return {"value": None}
 
     def op_call(self, request: dict) -> dict:
-        from course_utils import checks
+        from course_utils.checks import integrity
+        from course_utils.checks.allocations import AllocationLog
+        from course_utils.checks.probes import DeviceMixing, NewTensorsOnMeta
 
         target = self.dec(request["target"])
         args = self.dec(request["args"])
         kwargs = self.dec(request["kwargs"])
         watched = [a for a in [*args, *kwargs.values()]]
         before = [_snapshot(a) for a in watched]
-        inputs = [t for t in checks._tensors_in((args, kwargs)) if t.requires_grad]
-        mixing: list[checks._DeviceMixing] = []
-        logs: list[checks.AllocationLog] = []
-        contexts = []
-        for mode in request.get("modes", []):
-            if mode[0] == "device_mixing":
-                mixing.append(checks._DeviceMixing())
+        inputs = [t for t in tensors_in((args, kwargs)) if t.requires_grad]
+        mixing: list[DeviceMixing] = []
+        logs: list[AllocationLog] = []
+        contexts: list[Any] = []
+        modes = [(Mode(mode[0]), *mode[1:]) for mode in request.get("modes", [])]
+        for mode in modes:
+            if mode[0] is Mode.DEVICE_MIXING:
+                mixing.append(DeviceMixing())
                 contexts.append(mixing[-1])
-            elif mode[0] == "new_on_meta":
-                contexts.append(checks._NewTensorsOnMeta())
-            elif mode[0] == "own_work":
-                contexts.append(checks.own_work(*mode[1], name=mode[2]))
-            elif mode[0] == "banned":
-                contexts.append(checks.banned_calls(*mode[1], name=mode[2]))
-            elif mode[0] == "allocations":  # checks.AllocationLog: what the call allocates, recorded here
-                logs.append(checks.AllocationLog())
+            elif mode[0] is Mode.NEW_ON_META:
+                contexts.append(NewTensorsOnMeta())
+            elif mode[0] is Mode.OWN_WORK:
+                contexts.append(integrity.own_work(*mode[1], name=mode[2]))
+            elif mode[0] is Mode.BANNED:
+                contexts.append(integrity.banned_calls(*mode[1], name=mode[2]))
+            elif mode[0] is Mode.ALLOCATIONS:  # checks.AllocationLog: what the call allocates, recorded here
+                logs.append(AllocationLog())
                 contexts.append(logs[-1])
-        watching = any(mode[0] in ("own_work", "banned") for mode in request.get("modes", []))
+        watching = any(mode[0] in (Mode.OWN_WORK, Mode.BANNED) for mode in modes)
         _AUDIT.clear()
         profile = _enter(contexts)
         try:
@@ -365,7 +370,7 @@ class _Session:
                     with torch._C.DisableTorchFunction():
                         after[index] = wire.encode(value, self.handle_of)
         reply: dict[str, Any] = {"value": self.enc(result), "after": after}
-        outputs = [t for t in checks._tensors_in(result) if t.requires_grad]
+        outputs = [t for t in tensors_in(result) if t.requires_grad]
         if outputs:
             self.counter += 1
             self.graphs[self.counter] = (inputs, outputs)
@@ -408,53 +413,22 @@ class _CheckerObject:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        return self._session.ask_checker(self._number, "getattr", name=name)
+        return self._session.ask_checker(self._number, Callback.GETATTR, name=name)
 
     def __getitem__(self, key: Any) -> Any:
-        return self._session.ask_checker(self._number, "getitem", key=self._session.enc(key))
+        return self._session.ask_checker(self._number, Callback.GETITEM, key=self._session.enc(key))
 
     def __len__(self) -> int:
-        return int(self._session.ask_checker(self._number, "len"))
+        return int(self._session.ask_checker(self._number, Callback.LEN))
 
     def __iter__(self) -> Any:
-        return iter(self._session.ask_checker(self._number, "list"))
+        return iter(self._session.ask_checker(self._number, Callback.LIST))
 
     def __next__(self) -> Any:
-        return self._session.ask_checker(self._number, "next")
+        return self._session.ask_checker(self._number, Callback.NEXT)
 
     def __repr__(self) -> str:
         return f"<an object of the tests #{self._number}>"
-
-
-class _Bridge(torch.autograd.Function):
-    """Ties what a checker function returned to the kernel's graph (gradients go back to it)."""
-
-    @staticmethod
-    def forward(ctx: Any, session: _Session, graph: int, n_inputs: int, outputs: list, *inputs: torch.Tensor) -> Any:
-        ctx.session, ctx.graph, ctx.n_inputs = session, graph, n_inputs
-        ctx.shapes = [(t.shape, t.dtype) for t in inputs[:n_inputs]]
-        return tuple(o.detach().clone() for o in outputs)
-
-    @staticmethod
-    def backward(ctx: Any, *grad_outputs: torch.Tensor) -> Any:
-        reply = ctx.session._to_checker({"callback_backward": ctx.graph, "grads": ctx.session.enc(list(grad_outputs))})
-        grads = ctx.session.dec(reply["return"])
-        out = [g.to(dtype) if isinstance(g, torch.Tensor) and g.shape == shape else None
-               for g, (shape, dtype) in zip(grads, ctx.shapes)]
-        out += [None] * (ctx.n_inputs - len(out))
-        return (None, None, None, None, *out, None)
-
-
-def _replace_grad_tensors(value: Any, bridged: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return next(bridged) if value.requires_grad else value
-    if isinstance(value, dict):
-        return {k: _replace_grad_tensors(v, bridged) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(_replace_grad_tensors(v, bridged) for v in value)
-    if isinstance(value, list):
-        return [_replace_grad_tensors(v, bridged) for v in value]
-    return value
 
 
 def _snapshot(value: Any) -> Any:
@@ -530,13 +504,6 @@ def _checker_error(info: dict) -> BaseException:
     return CheckerError(f"{info.get('type')}: {info.get('message', '')}")
 
 
-def set_default_device(name: str) -> None:
-    """PyTorch's default device, changed only when it differs (a default of "cpu" set explicitly
-    would move every tensor given to torch.as_tensor, meta ones included)."""
-    if str(torch.get_default_device()) != name:
-        torch.set_default_device(None if name == "cpu" else name)
-
-
 def serve() -> None:
     """Answer the checker until it says ``end``. Started by the grader, not by students."""
     ask = builtins.input
@@ -560,7 +527,7 @@ def serve() -> None:
     try:
         while True:
             request = json.loads(ask(message))
-            if request.get("op") == "end":
+            if request.get("op") == Op.END:
                 break
             message = json.dumps(session.answer(request))
     finally:  # the notebook goes on as the tests found it
