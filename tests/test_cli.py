@@ -149,3 +149,13 @@ def test_make_demo_runs_the_ci_profile_unless_asked(make_args, profile):
     assert result.returncode == 0, result.stderr
     demo_lines = [line for line in result.stdout.splitlines() if "course demo" in line]
     assert demo_lines and all(f"course demo --profile {profile}" in line for line in demo_lines), result.stdout
+
+
+def test_check_rules_lists_each_exercises_rules_without_running():
+    result = course("check", "--rules", str(ROOT / "notebooks" / "10_gpt" / "10_gpt.ipynb"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    top_k = next(line for line in result.stdout.splitlines() if line.strip().startswith("top_k_filter"))
+    assert "in-place" in top_k and "device" in top_k and "dtype" in top_k
+    train_step = next(line for line in result.stdout.splitlines() if line.strip().startswith("train_step"))
+    assert "mode" in train_step and "own work" in train_step
+    assert course("check", "--rules", "no/such.ipynb").returncode == 1

@@ -60,6 +60,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     from course_utils.selfcheck import check_notebook, format_report
 
     all_passed = True
+    if args.rules:   # read the exercises' rules; run nothing
+        from course_utils.selfcheck import exercise_rules, format_rules
+
+        for notebook in args.notebooks:
+            if not Path(notebook).is_file():
+                print(f"course check: no notebook at {notebook}")
+                all_passed = False
+                continue
+            print(format_rules(Path(notebook), exercise_rules(Path(notebook))))
+        return 0 if all_passed else 1
     for notebook in args.notebooks:
         try:
             results = check_notebook(Path(notebook), timeout=args.timeout)
@@ -93,6 +103,8 @@ def build_parser(plugins: list[ModuleType] | None = None) -> argparse.ArgumentPa
     check = commands.add_parser("check", help="run your notebook top to bottom and report each exercise's visible tests")
     check.add_argument("notebooks", nargs="+", help="notebook(s) to check")
     check.add_argument("--timeout", type=int, help="seconds allowed per cell (default: the grader's, 120 s)")
+    check.add_argument("--rules", action="store_true",
+                       help="run nothing: list the rules (device, dtype, in-place, ...) each exercise's tests check")
     check.set_defaults(handler=cmd_check)
     for plugin in plugins:
         plugin.register(commands)

@@ -2,6 +2,9 @@
 
 The notebook runs top to bottom in a fresh kernel (``ci`` profile), exactly as the
 autograder will run it, but on the student's copy: only the visible tests are there.
+``course check --rules`` runs nothing: it lists, for each exercise, the rules of 00's
+"Conventions the tests check" its text links, which its tests (hidden ones included) enforce
+(``tests/test_rules_stated.py`` proves that every rule a test checks is stated there).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from course_utils.cells import nbgrader_meta
 from course_utils.execute import execute_notebook
 from course_utils.limits import grading_cell_timeout
 
-__all__ = ["ExerciseResult", "check_notebook", "format_report"]
+__all__ = ["ExerciseResult", "ExerciseRules", "check_notebook", "exercise_rules", "format_report", "format_rules"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Same rule as nbgrader_config.py's IgnorePattern: stderr that is only a warning is harmless.
@@ -29,6 +32,60 @@ class ExerciseResult:
     points: float
     status: str  # "PASS", "FAIL", "TODO" (not attempted), "MANUAL", or "ERROR" (a non-test cell raised)
     message: str = ""
+
+
+# 00's rule headings (their JupyterLab anchors), in the order 00 states them, and the name printed for each
+RULE_ANCHORS = {"Shape-rule": "shape", "Device-rule": "device", "Dtype-rule": "dtype", "Gradient-rule": "gradient",
+                "In-place-rule": "in-place", "Mode-rule": "mode", "Generator-rule": "generator", "Error-rule": "error",
+                "Banned-call-rule": "banned calls", "Own-work-rule": "own work"}
+_RULE_LINK = re.compile(r"\]\((?:\.\./00_welcome/)?(?:00_welcome\.ipynb)?#([A-Za-z-]+-rule)\)")
+
+
+@dataclass(frozen=True)
+class ExerciseRules:
+    """One exercise (its answer cell's grade_id) and the rules its text links, in 00's order."""
+
+    grade_id: str
+    rules: tuple[str, ...]
+
+
+def exercise_rules(path: Path) -> list[ExerciseRules]:
+    """The rules each autograded exercise of the notebook at ``path`` links, read from its text (the markdown
+    after the previous exercise's test cells, up to its own last test cell), without running anything."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    found: list[tuple[str, list[str], bool]] = []   # grade_id, its prose, has tests
+    prose: list[str] = []
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "markdown" and not meta.get("solution"):
+            prose.append(cell.source)
+        elif cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            found.append((meta.get("grade_id", "?"), prose, False))
+            prose = []
+        elif cell.cell_type == "code" and meta.get("grade") and not meta.get("solution") and found:
+            grade_id, text, _ = found[-1]
+            found[-1] = (grade_id, text + prose, True)
+            prose = []
+    result = []
+    for grade_id, text, has_tests in found:
+        if has_tests:
+            linked = set(_RULE_LINK.findall("\n".join(text)))
+            result.append(ExerciseRules(grade_id, tuple(name for anchor, name in RULE_ANCHORS.items() if anchor in linked)))
+    return result
+
+
+def format_rules(path: Path, exercises: list[ExerciseRules]) -> str:
+    """One line per exercise: the rules its tests check, as its text links them."""
+    lines = [f"{path}: the rules each exercise's tests check, hidden tests included "
+             "(00_welcome, section 'Conventions the tests check', says what each means):"]
+    width = max((len(e.grade_id) for e in exercises), default=10)
+    for exercise in exercises:
+        lines.append(f"  {exercise.grade_id:<{width}}  {', '.join(exercise.rules) or 'values only (no convention linked)'}")
+    if not exercises:
+        lines.append("  no autograded exercise")
+    return "\n".join(lines)
 
 
 def _cell_result(cell) -> ExerciseResult:
