@@ -9,6 +9,8 @@ tests ran inside the kernel.
 from __future__ import annotations
 
 import math
+import os
+import time
 
 import nbformat
 import numpy as np
@@ -340,3 +342,47 @@ def test_a_lent_object_leads_to_no_frame_module_or_builtin_of_the_checker(kernel
     result = _check(kernel, answer, test)
     assert not marker.exists(), "the kernel ran a command in the checker"
     assert result.ok, result.evalue
+
+
+# ------------------------------------------------------------------------------ checker processes
+
+
+def test_forked_checkers_share_no_state(kernel):
+    """Issue 39: checkers are forked from one warm fork server per grading process. What one checker's
+    tests leave behind (a module attribute, torch's default dtype, the random state, a builtin) is not
+    in the next checker, as with a fresh `python -m` per notebook; a checker that runs past its limit is
+    replaced by a fresh fork."""
+    from course_grader.grading.checker import CheckerProcess
+    from course_grader.grading.checker.process import _fork_server
+
+    run, info = kernel
+    run("import torch\n" + RIGHT)
+    plant = ("import builtins, course_utils.checks as c\nc.PLANTED = 1\nbuiltins.PLANTED = 1\n"
+             "torch.set_default_dtype(torch.float64)\ntorch.manual_seed(1234)\ncheck(count_parameters(torch.nn.Linear(3, 2)) == 8, 'x')\n")
+    clean = ("import builtins, course_utils.checks as c\n"
+             "check(not hasattr(c, 'PLANTED') and not hasattr(builtins, 'PLANTED'), 'a module attribute carried over')\n"
+             "check(torch.get_default_dtype() == torch.float32, 'the default dtype carried over')\n")
+    first, second = CheckerProcess(), CheckerProcess()
+    try:
+        assert first.pid is not None and second.pid is not None and first.pid != second.pid, "not forked"
+        server = _fork_server()
+        assert server is not None
+        assert first.check(info, plant, timeout=30).ok
+        assert first.check(info, clean, timeout=30).ok is False, "the planted state is visible in its own checker"
+        result = second.check(info, clean, timeout=30)
+        assert result.ok, result
+    finally:
+        first.close()
+        second.close()
+    deadline = time.monotonic() + 10
+    while _running(first.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(first.pid), "a closed checker is still running"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -75,6 +75,11 @@ class SandboxedExecute(Execute):
                 delattr(self, stale)
         iopub = (self.raise_on_iopub_timeout, self.iopub_timeout)  # a stopped kernel changes them: this notebook only
         try:
+            assignment = self._sandbox_resources.get("nbgrader", {}).get("assignment")
+            if checker_enabled(assignment) and any(_is_test_cell(cell) for cell in nb.cells):
+                from course_grader.grading.checker import CheckerProcess
+
+                self._checker = CheckerProcess()  # starts (or forks) while the kernel starts, not at the first test
             nb, resources = self._preprocess(nb, resources, km)
             nb.metadata[PIPELINE_MARK] = {"pipeline": os.environ.get(PIPELINE_ENV) == "1"}
             return nb, resources
@@ -128,9 +133,8 @@ class SandboxedExecute(Execute):
         (it ignored an interrupt, or a test's deadline passed) no cell runs: each fails at once.
         """
         self._executing = cell_index
-        meta = cell.get("metadata", {}).get("nbgrader", {})
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
-        test_cell = cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
+        test_cell = _is_test_cell(cell)
         from course_grader.grading.checker import CheckResult, grade_test_cell
 
         stopped = getattr(self, "_kernel_stopped", None)
@@ -299,6 +303,11 @@ def record_check(cell: Any, result: Any, show: bool = True) -> None:
 
 def _error_output(ename: str, evalue: str) -> Any:
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _is_test_cell(cell: Any) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 class _GradedKernel:
