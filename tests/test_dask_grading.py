@@ -8,12 +8,15 @@ recording runs nbgrader; the wall-limit test runs a real notebook that never end
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import os
 import shutil
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -37,7 +40,7 @@ CRASH = "import os\nos._exit(1)\n"
 def client():
     import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the stand-in tasks below travel by value
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the stand-ins below travel by value (by_value)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   worker_dashboard_address=None) as cluster, distributed.Client(cluster) as c:
         yield c
@@ -98,14 +101,22 @@ def returned_unexecuted(bundle, task, *, log: Path) -> SubmissionResult:
                             seconds=0.1, worker=str(os.getpid()))
 
 
+def by_value(function, **bound):
+    """``function`` with ``bound`` as a closure: plain pickle refuses it, so it travels to the workers
+    by value (cloudpickle; this module is registered) and no worker imports this module, which
+    imports nbgrader and torch through test_sandbox (5-15 s per worker process, paid again by each
+    restarted one). A ``functools.partial`` of it would travel by reference."""
+    return lambda bundle, task: function(bundle, task, **bound)
+
+
 def calls(tmp_path: Path) -> list[tuple[str, str]]:
     path = tmp_path / "calls.txt"
-    return [tuple(line.split()) for line in path.read_text().splitlines()] if path.is_file() else []
+    return [tuple(line.split()[:2]) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 @pytest.fixture
 def stand_in(tmp_path):
-    return functools.partial(returned_unexecuted, log=tmp_path / "calls.txt")
+    return by_value(returned_unexecuted, log=tmp_path / "calls.txt")
 
 
 @pytest.mark.slow
@@ -120,6 +131,70 @@ def test_a_killed_worker_is_retried_elsewhere_and_recorded_once(tmp_path, client
     assert sorted(r.student for r in read_scores(course)) == ["a-first", "b-killed", "c-last"]
     journal = journal_path(course, A).read_text().splitlines()
     assert len(journal) == 3 and sum('"b-killed"' in line for line in journal) == 1
+
+
+def cancelled_while_running(bundle, task, *, log: Path) -> SubmissionResult:
+    """Stand-in that logs each call as it starts; for a student named ``cancel-*``, says it runs
+    (``running/<key>``) and waits until the test has cancelled it (``released/<key>``):
+    ``cancel-once`` only on its first call, ``cancel-always`` on every call; ``error`` raises, as a
+    task that really fails; the others return the submission as ``returned_unexecuted`` does."""
+    first = not log.is_file() or task.student not in {line.split()[0] for line in log.read_text().splitlines()}
+    with log.open("a") as handle:
+        handle.write(f"{task.student} {os.getpid()} {time.time():.3f}\n")
+    if task.student == "error":
+        raise ValueError("a real error in the task")
+    if task.student == "cancel-always" or (task.student == "cancel-once" and first):
+        key = distributed.get_worker().get_current_task()
+        (log.parent / "running").mkdir(exist_ok=True)
+        (log.parent / "running" / key).touch()
+        released = log.parent / "released" / key
+        deadline = time.monotonic() + 60
+        while not released.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return SubmissionResult(task.assignment, task.student, task.digest, {"success": True}, dict(task.files),
+                            seconds=0.1, worker=str(os.getpid()))
+
+
+@pytest.mark.slow
+def test_a_cancelled_running_task_is_resubmitted_and_recorded_once(tmp_path, client):
+    """A grading future cancelled while it runs (as Dask cancels every future when the client loses
+    its scheduler under load) is submitted again, not reported failed ('NoneType: None'); a task
+    cancelled every time fails after MAX_RESUBMITS more tries, saying so; a real error fails at once."""
+    students = ["a-first", "cancel-once", "cancel-always", "error"]
+    course = build_small_class(tmp_path / "course", dict.fromkeys(students))
+    stop, cancelled = threading.Event(), []
+
+    def cancel_each_running_task() -> None:  # client.cancel on the future while its task runs
+        running, released = tmp_path / "running", tmp_path / "released"
+        released.mkdir()
+        while not stop.is_set():
+            for marker in sorted(running.iterdir()) if running.is_dir() else []:
+                if marker.name not in cancelled:
+                    client.cancel([distributed.Future(marker.name, client)])
+                    cancelled.append(marker.name)
+                    (released / marker.name).touch()  # the cancelled call may end now: its result is dropped
+            stop.wait(0.05)
+
+    canceller = threading.Thread(target=cancel_each_running_task, daemon=True)
+    canceller.start()
+    try:
+        [run] = grade_on_dask(course, {A: students}, client, progress=False,
+                              execute=by_value(cancelled_while_running, log=tmp_path / "calls.txt"))
+    finally:
+        stop.set()
+        canceller.join()
+    status = {r.student: r for r in run.results}
+    assert {s: r.status for s, r in status.items()} == \
+        {"a-first": "graded", "cancel-once": "graded", "cancel-always": "failed", "error": "failed"}, run.results
+    assert "ValueError: a real error in the task" in status["error"].reason
+    assert f"cancelled or lost {1 + dask_grading.MAX_RESUBMITS} times" in status["cancel-always"].reason
+    attempts = collections.Counter(student for student, _ in calls(tmp_path))
+    assert attempts == {"a-first": 1, "cancel-once": 2, "cancel-always": 1 + dask_grading.MAX_RESUBMITS, "error": 1}
+    assert len(cancelled) == 1 + 1 + dask_grading.MAX_RESUBMITS
+    # graded and recorded exactly once: one gradebook row, one journal line
+    assert sorted(r.student for r in read_scores(course)) == ["a-first", "cancel-once"]
+    journal = journal_path(course, A).read_text().splitlines()
+    assert len(journal) == 2 and sum('"cancel-once"' in line for line in journal) == 1
 
 
 @pytest.mark.slow

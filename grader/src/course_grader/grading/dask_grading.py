@@ -16,7 +16,11 @@
    results arrive, with the course's own ``db_url``.
 
 Dask does the rest: a worker that dies has its task run again elsewhere
-(``distributed.scheduler.allowed-failures``); tasks run longest notebook first (``priority``:
+(``distributed.scheduler.allowed-failures``). A task that ends cancelled or lost rather than in
+error (the client lost its scheduler under load and Dask cancelled every future; a worker's memory
+lost; an operator's ``client.cancel``) is submitted again, at most ``MAX_RESUBMITS`` times, and
+recorded once; only an error raised by the task itself, or a submission cancelled every time,
+reports the student as failed. Tasks run longest notebook first (``priority``:
 the median seconds recorded for that notebook by earlier runs); tqdm shows progress and ETA.
 Every recorded submission is journalled in ``build/grading/<assignment>.jsonl`` with the digest
 of the submission and of the assignment: a run that was interrupted, re-run, grades only what
@@ -53,9 +57,18 @@ __all__ = [
     "grade_on_dask",
     "journal_path",
     "DEFAULT_WALL_LIMIT",
+    "MAX_RESUBMITS",
 ]
 
 DEFAULT_WALL_LIMIT = 3600.0  # seconds per notebook, kernel start to last cell
+# How many times a submission whose task ended cancelled or lost (not errored) is submitted again
+# before it is reported failed: Dask's own bound for a task whose worker dies
+# (distributed.scheduler.allowed-failures, 3 by default). What cancels or loses a task comes from
+# outside the submission (a client that lost its scheduler for a moment, a worker's lost memory,
+# an operator's cancel), so a new attempt normally succeeds; a cause that repeats (a scheduler that
+# keeps dropping its client, a task cancelled on purpose) must not loop for ever, and each attempt
+# may cost a whole notebook (up to the wall limit): 3 bounds the waste at 3 notebooks per submission.
+MAX_RESUBMITS = 3
 _SKIPPED = {".ipynb_checkpoints", "__pycache__", ".set-aside-by-course"}
 
 
@@ -331,13 +344,34 @@ def _record(course_dir: Path, results: Sequence[SubmissionResult], db_url: str) 
     return recorded
 
 
-def _failure(assignment: str, student: str, error: BaseException) -> StudentResult:
+def _failure(assignment: str, student: str, error: BaseException | None) -> StudentResult:
     name = type(error).__name__
     if name == "KilledWorker":
         reason = f"the Dask worker died each time it graded this submission ({name}: {error})"
     else:
         reason = f"the grading task failed on the worker ({name}: {error})"
     return StudentResult(student, assignment, "failed", reason)
+
+
+def _gone(future: Any) -> str | None:
+    """Why ``future`` (done, as :func:`distributed.as_completed` yields it) has no outcome of its own
+    task: cancelled, its data lost, or an 'error' with no exception (seen after a worker was lost);
+    None when it finished or its task raised."""
+    import asyncio
+    from concurrent.futures import CancelledError
+
+    status = future.status
+    if status == "finished":
+        return None
+    if status == "error":
+        error = future.exception()
+        if error is None:
+            return "its task ended in error with no exception (a lost worker)"
+        if isinstance(error, (CancelledError, asyncio.CancelledError)):
+            return f"its task was cancelled ({type(error).__name__}: {error})"
+        return None
+    cancelled = getattr(getattr(future, "_state", None), "exception", None) if status == "cancelled" else None
+    return f"its task was {status}" + (f" ({cancelled})" if cancelled else "")
 
 
 def _bundle(bundle: AssignmentBundle) -> AssignmentBundle:
@@ -358,9 +392,13 @@ def grade_on_dask(
     batch_seconds: float = 30.0,
     execute: Callable[[AssignmentBundle, SubmissionTask], SubmissionResult] = execute_submission,
     db_url: str | None = None,
+    resubmits: int = MAX_RESUBMITS,
 ) -> list[GradingRun]:
     """Grade ``classes`` (assignment -> students) on the Dask cluster at ``scheduler`` (an
     address, or a ``distributed.Client``); one :class:`GradingRun` per assignment.
+
+    A task that ends cancelled or lost is submitted again, at most ``resubmits`` times (then the
+    student is reported failed, saying so); each student is recorded at most once.
 
     Submissions recorded by an earlier run, unchanged since (same submission, same assignment),
     are not graded again. Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased`
@@ -380,25 +418,37 @@ def grade_on_dask(
     try:
         bundles = {name: assignment_bundle(course_dir, name, profile=profile, db_url=db_url) for name in classes}
         priority = expected_seconds(course_dir, list(classes))
-        owners: dict[Any, tuple[str, str]] = {}  # future -> (assignment, student)
-        keep: list[Any] = []  # each assignment's bundle future, held until its tasks are done
+        # future -> (assignment, student, attempt): not the submission's files, read again if it is resubmitted
+        # (13 notebooks of 10,000 students held in the client would be gigabytes)
+        owners: dict[Any, tuple[str, str, int]] = {}
+        shared: dict[str, Any] = {}  # each assignment's bundle future, held until its tasks are done
+        bundle_keys: dict[str, int] = {}
+
+        def submit(name: str, task: SubmissionTask, attempt: int = 0) -> Any:
+            if name not in shared or shared[name].status in ("cancelled", "lost", "error"):
+                # a task, not scattered data: a worker lost with it has it computed again elsewhere
+                # (data scattered to a worker that dies is gone, and every task needing it fails)
+                n = bundle_keys[name] = bundle_keys.get(name, -1) + 1
+                shared[name] = client.submit(_bundle, bundles[name],
+                                             key=f"bundle-{name}-{bundles[name].digest[:12]}" + (f"-{n}" if n else ""))
+            key = f"grade-{name}-{task.student}-{task.digest[-12:]}" + (f"-again{attempt}" if attempt else "")
+            future = client.submit(execute, shared[name], task, key=key, priority=round(priority[name] * 1000),
+                                   pure=False)
+            owners[future] = (name, task.student, attempt)
+            return future
+
+        def read(name: str, student: str) -> SubmissionTask:
+            task = submission_task(course_dir, name, student, profile=profile, wall_limit=wall_limit, sandbox=sandbox)
+            return dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
+
         for name, students in classes.items():
             done = {(e["student"], e["digest"]) for e in _journal(course_dir, name) if e.get("status") == "recorded"}
-            shared = None
             for student in students:
-                task = submission_task(course_dir, name, student, profile=profile, wall_limit=wall_limit, sandbox=sandbox)
-                if (student, f"{bundles[name].digest}:{task.digest}") in done:
+                task = read(name, student)
+                if (student, task.digest) in done:
                     results[(name, student)] = StudentResult(student, name, "graded")  # recorded by an earlier run
                     continue
-                task = dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
-                if shared is None:
-                    # a task, not scattered data: a worker lost with it has it computed again elsewhere
-                    # (data scattered to a worker that dies is gone, and every task needing it fails)
-                    shared = client.submit(_bundle, bundles[name], key=f"bundle-{name}-{bundles[name].digest[:12]}")
-                    keep.append(shared)
-                future = client.submit(execute, shared, task, key=f"grade-{name}-{student}-{task.digest[-12:]}",
-                                       priority=round(priority[name] * 1000), pure=False)
-                owners[future] = (name, student)
+                submit(name, task)
         if progress and results:
             print(f"{len(results)} submission(s) unchanged since an earlier run recorded them (build/grading/): "
                   "not graded again", file=sys.stderr, flush=True)
@@ -407,20 +457,38 @@ def grade_on_dask(
         with tqdm(total=len(owners), unit="notebook", desc="grading", disable=not progress or not owners,
                   file=sys.stderr, smoothing=0.1) as bar:
             # every result finished meanwhile at once: while the client records, the next batch grows
-            for finished in as_completed(list(owners)).batches():
+            running = as_completed(list(owners))
+            for finished in running.batches():
                 for future in finished:
-                    name, student = owners.pop(future)
-                    if future.status == "finished":
-                        result = future.result()
-                        if result.outcome.get("success"):
-                            pending.append(result)
-                        elif result.outcome.get("wall_limit"):
-                            results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
-                        else:
-                            results[(name, student)] = student_result(student, name, result.outcome, db_url)
-                    else:
-                        results[(name, student)] = _failure(name, student, future.exception())
+                    name, student, attempt = owners.pop(future)
+                    gone, result, error = _gone(future), None, None
+                    if gone is None and future.status == "finished":
+                        try:
+                            result = future.result()
+                        except Exception as lost:  # noqa: BLE001 - its data lost between finishing and fetching
+                            gone = f"its result could not be fetched ({type(lost).__name__}: {lost})"
+                    elif gone is None:
+                        error = future.exception()  # raised by the task itself: this student's failure
                     future.release()
+                    if gone is not None:
+                        if attempt < resubmits:
+                            if progress:
+                                print(f"{student} / {name}: {gone}; submitted again ({attempt + 1} of {resubmits})",
+                                      file=sys.stderr, flush=True)
+                            running.add(submit(name, read(name, student), attempt + 1))
+                            continue
+                        results[(name, student)] = StudentResult(
+                            student, name, "failed",
+                            f"the grading task was cancelled or lost {attempt + 1} times, never graded (last: {gone}); "
+                            "grade it again")
+                    elif result is None:
+                        results[(name, student)] = _failure(name, student, error)
+                    elif result.outcome.get("success"):
+                        pending.append(result)
+                    elif result.outcome.get("wall_limit"):
+                        results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
+                    else:
+                        results[(name, student)] = student_result(student, name, result.outcome, db_url)
                     bar.update()
                 # at most `batch` per recording: an interrupted client has lost at most one batch's work
                 while len(pending) >= batch or (pending and time.monotonic() - last >= batch_seconds):
