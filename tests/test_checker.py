@@ -386,3 +386,18 @@ def _running(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_strides_cannot_amplify_what_the_kernel_sends():
+    """Red team (second pass): a small tensor sent with huge strides made the checker allocate a
+    storage that spans them (1 MiB of data, 1 GiB here). Such a layout arrives contiguous; transposed,
+    sliced and expanded ones keep their strides."""
+    t = torch.arange(12.0).reshape(3, 4)
+    payload = wire.encode(t, lambda o: pytest.fail("no handle"))
+    payload["$tensor"]["stride"] = [1 << 30, 1 << 20]
+    back = wire.decode(payload, lambda tag: pytest.fail("no tag"))
+    assert torch.equal(back, t) and back.is_contiguous()
+    assert back.untyped_storage().nbytes() == t.numel() * t.element_size()
+    for view in (t.t(), t[:, ::2], t[:1].expand(5, 4)):
+        same = _roundtrip(view)
+        assert torch.equal(same, view) and same.stride() == view.stride()

@@ -149,6 +149,12 @@ def _with_strides(values: torch.Tensor, stride: Any) -> torch.Tensor:
     if not all(isinstance(s, int) and 0 <= s <= 2**40 for s in stride):
         raise WireError("bad strides")
     expanded = [d for d, s in enumerate(stride) if s == 0 and values.shape[d] > 1]
+    # the storage those strides span: a transposed or sliced layout spans about its own size; strides that
+    # would make a few bytes of data occupy gigabytes here (the red team's amplification) keep the values
+    # contiguous instead
+    span = 1 + sum((n - 1) * s for n, s in zip(values.shape, stride) if n > 0)
+    if span > max(8 * values.numel(), 4096) or span * values.element_size() > MAX_BYTES:
+        return values
     base = values
     for d in expanded:
         base = base.narrow(d, 0, 1)
