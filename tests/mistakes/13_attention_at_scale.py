@@ -484,3 +484,513 @@ def decoder_kv_cache_bytes(config, T, batch, dtype):
 """,
     ),
 ]
+
+
+# Written blind from the release alone (issue 36): the wrong answers not already above, and the right answers in other styles.
+MISTAKES += [
+    Mistake(
+        cell='online_softmax',
+        name='state created on the CPU (no device=) ',
+        rejected_by=('test_online_softmax',),
+        source="""\
+def online_softmax(x, block):
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype)
+    for start in range(0, x.shape[-1], block):
+        xb = x[..., start:start + block]
+        m_new = torch.maximum(m, xb.amax(dim=-1))
+        shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)
+        l = l * torch.exp(m - shift) + torch.exp(xb - shift[..., None]).sum(dim=-1)
+        m = m_new
+    shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    l = torch.where(l == 0, torch.ones_like(l), l)
+    return torch.exp(x - shift[..., None]) / l[..., None]
+""",
+        kind='device',
+    ),
+    Mistake(
+        cell='online_softmax',
+        name='computes in float32 and returns float32 (x.float(), no cast back)',
+        rejected_by=('test_online_softmax',),
+        source="""\
+def online_softmax(x, block):
+    x = x.float()
+    m = torch.full(x.shape[:-1], float("-inf"), device=x.device)
+    l = torch.zeros(x.shape[:-1], device=x.device)
+    for start in range(0, x.shape[-1], block):
+        xb = x[..., start:start + block]
+        m_new = torch.maximum(m, xb.amax(dim=-1))
+        shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)
+        l = l * torch.exp(m - shift) + torch.exp(xb - shift[..., None]).sum(dim=-1)
+        m = m_new
+    shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    l = torch.where(l == 0, torch.ones_like(l), l)
+    return torch.exp(x - shift[..., None]) / l[..., None]
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='online_softmax',
+        name='replaces -inf by -1e9 to dodge the NaN (all -inf row becomes uniform)',
+        rejected_by=('test_online_softmax',),
+        source="""\
+def online_softmax(x, block):
+    x = x.masked_fill(torch.isneginf(x), -1e9)
+    m = torch.full(x.shape[:-1], -1e30, dtype=x.dtype, device=x.device)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for start in range(0, x.shape[-1], block):
+        xb = x[..., start:start + block]
+        m_new = torch.maximum(m, xb.amax(dim=-1))
+        l = l * torch.exp(m - m_new) + torch.exp(xb - m_new[..., None]).sum(dim=-1)
+        m = m_new
+    return torch.exp(x - m[..., None]) / l[..., None]
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='online_softmax',
+        name='per-block torch.logsumexp to update the state (banned call)',
+        rejected_by=('test_online_softmax',),
+        source="""\
+def online_softmax(x, block):
+    lse = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
+    for start in range(0, x.shape[-1], block):
+        lse = torch.logaddexp(lse, torch.logsumexp(x[..., start:start + block], dim=-1))
+    safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse)
+    out = torch.exp(x - safe[..., None])
+    return out
+""",
+        kind='ban',
+    ),
+    Mistake(
+        cell='online_softmax',
+        name='in-place guard on the input (x[x == -inf] = ...) then restores',
+        rejected_by=('test_online_softmax',),
+        source="""\
+def online_softmax(x, block):
+    allneg = torch.isneginf(x).all(dim=-1, keepdim=True)
+    x.masked_fill_(allneg, 0.0)
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for start in range(0, x.shape[-1], block):
+        xb = x[..., start:start + block]
+        m_new = torch.maximum(m, xb.amax(dim=-1))
+        l = l * torch.exp(m - m_new) + torch.exp(xb - m_new[..., None]).sum(dim=-1)
+        m = m_new
+    return (torch.exp(x - m[..., None]) / l[..., None]).masked_fill(allneg, 0.0)
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='merge_softmax_states',
+        name='scale factor not unsqueezed for o (broadcast error)',
+        rejected_by=('test_merge_softmax_states',),
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    m = torch.maximum(m1, m2)
+    shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    a1 = torch.exp(m1 - shift)
+    a2 = torch.exp(m2 - shift)
+    return m, a1 * l1 + a2 * l2, a1 * o1 + a2 * o2
+""",
+        kind='logic',
+    ),
+    Mistake(
+        cell='merge_softmax_states',
+        name='assumes the first state holds the larger max (rescales only b)',
+        rejected_by=('test_merge_softmax_states',),
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    f = torch.exp(m2 - m1)
+    f = torch.nan_to_num(f, nan=0.0)
+    return m1, l1 + f * l2, o1 + f[..., None] * o2
+""",
+        kind='logic',
+    ),
+    Mistake(
+        cell='merge_softmax_states',
+        name='returns the normalised output o / l instead of o',
+        rejected_by=('test_merge_softmax_states',),
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    m = torch.maximum(m1, m2)
+    shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    a1, a2 = torch.exp(m1 - shift), torch.exp(m2 - shift)
+    l = a1 * l1 + a2 * l2
+    o = a1[..., None] * o1 + a2[..., None] * o2
+    return m, l, o / torch.where(l == 0, torch.ones_like(l), l)[..., None]
+""",
+        kind='logic',
+    ),
+    Mistake(
+        cell='merge_softmax_states',
+        name='clamps the max to -1e30 (empty state no longer -inf)',
+        rejected_by=('test_merge_softmax_states',),
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    m = torch.maximum(m1, m2).clamp(min=-1e30)
+    a1, a2 = torch.exp(m1 - m), torch.exp(m2 - m)
+    return m, a1 * l1 + a2 * l2, a1[..., None] * o1 + a2[..., None] * o2
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='merge_softmax_states',
+        name='accumulates into the first state in place (l1.mul_, o1.mul_)',
+        rejected_by=('test_merge_softmax_states',),
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    m = torch.maximum(m1, m2)
+    shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    a1, a2 = torch.exp(m1 - shift), torch.exp(m2 - shift)
+    l1.mul_(a1).add_(a2 * l2)
+    o1.mul_(a1[..., None]).add_(a2[..., None] * o2)
+    return m, l1, o1
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='merge_softmax_states',
+        name='returns a list, not a tuple',
+        rejected_by=('test_merge_softmax_states',),
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    m = torch.maximum(m1, m2)
+    shift = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    a1, a2 = torch.exp(m1 - shift), torch.exp(m2 - shift)
+    return [m, a1 * l1 + a2 * l2, a1[..., None] * o1 + a2[..., None] * o2]
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='ignores key_padding_mask',
+        rejected_by=('test_tiled_attention', 'test_tiled_attention_memory'),
+        source='def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):\n    """FlashAttention forward: (out (B, H, T_q, d_v), lse (B, H, T_q)), one (block_q, block_k) tile of scores at a time."""\n    B, H, T_q, d = q.shape\n    T_k, d_v = k.shape[-2], v.shape[-1]\n    acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n    scale = 1.0 / math.sqrt(d)\n    outs, lses = [], []\n    for i0 in range(0, T_q, block_q):\n        i1 = min(i0 + block_q, T_q)\n        qi = q[:, :, i0:i1].to(acc)\n        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)\n        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)\n        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)\n        for j0 in range(0, T_k, block_k):\n            if causal and j0 > i1 - 1:\n                break\n            j1 = min(j0 + block_k, T_k)\n            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale\n            if False:\n                keep = key_padding_mask[:, j0:j1].to(q.device)\n                s = s.masked_fill(~keep[:, None, None, :], float("-inf"))\n            if causal and j1 - 1 > i0:\n                rows = torch.arange(i0, i1, device=q.device)[:, None]\n                cols = torch.arange(j0, j1, device=q.device)[None, :]\n                s = s.masked_fill(cols > rows, float("-inf"))\n            m_new = torch.maximum(m, s.amax(dim=-1))\n            shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)\n            alpha = torch.exp(m - shift)\n            p = torch.exp(s - shift[..., None])\n            l = alpha * l + p.sum(dim=-1)\n            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)\n            m = m_new\n        empty = l == 0\n        l_safe = torch.where(empty, torch.ones_like(l), l)\n        outs.append((o / l_safe[..., None]).to(q.dtype))\n        lse_i = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))\n        lses.append(lse_i if q.dtype in (torch.float16, torch.bfloat16) else lse_i.to(q.dtype))\n    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)\n',
+        kind='argument',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='padding mask convention inverted (masks the True keys)',
+        rejected_by=('test_tiled_attention', 'test_tiled_attention_memory'),
+        source='def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):\n    """FlashAttention forward: (out (B, H, T_q, d_v), lse (B, H, T_q)), one (block_q, block_k) tile of scores at a time."""\n    B, H, T_q, d = q.shape\n    T_k, d_v = k.shape[-2], v.shape[-1]\n    acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n    scale = 1.0 / math.sqrt(d)\n    outs, lses = [], []\n    for i0 in range(0, T_q, block_q):\n        i1 = min(i0 + block_q, T_q)\n        qi = q[:, :, i0:i1].to(acc)\n        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)\n        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)\n        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)\n        for j0 in range(0, T_k, block_k):\n            if causal and j0 > i1 - 1:\n                break\n            j1 = min(j0 + block_k, T_k)\n            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale\n            if key_padding_mask is not None:\n                keep = key_padding_mask[:, j0:j1].to(q.device)\n                s = s.masked_fill(keep[:, None, None, :], float("-inf"))\n            if causal and j1 - 1 > i0:\n                rows = torch.arange(i0, i1, device=q.device)[:, None]\n                cols = torch.arange(j0, j1, device=q.device)[None, :]\n                s = s.masked_fill(cols > rows, float("-inf"))\n            m_new = torch.maximum(m, s.amax(dim=-1))\n            shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)\n            alpha = torch.exp(m - shift)\n            p = torch.exp(s - shift[..., None])\n            l = alpha * l + p.sum(dim=-1)\n            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)\n            m = m_new\n        empty = l == 0\n        l_safe = torch.where(empty, torch.ones_like(l), l)\n        outs.append((o / l_safe[..., None]).to(q.dtype))\n        lse_i = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))\n        lses.append(lse_i if q.dtype in (torch.float16, torch.bfloat16) else lse_i.to(q.dtype))\n    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)\n',
+        kind='logic',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='scales scores by 1/d instead of 1/sqrt(d)',
+        rejected_by=('test_tiled_attention', 'test_tiled_attention_memory'),
+        source='def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):\n    """FlashAttention forward: (out (B, H, T_q, d_v), lse (B, H, T_q)), one (block_q, block_k) tile of scores at a time."""\n    B, H, T_q, d = q.shape\n    T_k, d_v = k.shape[-2], v.shape[-1]\n    acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n    scale = 1.0 / d\n    outs, lses = [], []\n    for i0 in range(0, T_q, block_q):\n        i1 = min(i0 + block_q, T_q)\n        qi = q[:, :, i0:i1].to(acc)\n        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)\n        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)\n        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)\n        for j0 in range(0, T_k, block_k):\n            if causal and j0 > i1 - 1:\n                break\n            j1 = min(j0 + block_k, T_k)\n            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale\n            if key_padding_mask is not None:\n                keep = key_padding_mask[:, j0:j1].to(q.device)\n                s = s.masked_fill(~keep[:, None, None, :], float("-inf"))\n            if causal and j1 - 1 > i0:\n                rows = torch.arange(i0, i1, device=q.device)[:, None]\n                cols = torch.arange(j0, j1, device=q.device)[None, :]\n                s = s.masked_fill(cols > rows, float("-inf"))\n            m_new = torch.maximum(m, s.amax(dim=-1))\n            shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)\n            alpha = torch.exp(m - shift)\n            p = torch.exp(s - shift[..., None])\n            l = alpha * l + p.sum(dim=-1)\n            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)\n            m = m_new\n        empty = l == 0\n        l_safe = torch.where(empty, torch.ones_like(l), l)\n        outs.append((o / l_safe[..., None]).to(q.dtype))\n        lse_i = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))\n        lses.append(lse_i if q.dtype in (torch.float16, torch.bfloat16) else lse_i.to(q.dtype))\n    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)\n',
+        kind='logic',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='causal mask aligned bottom-right when T_q != T_k',
+        rejected_by=('test_tiled_attention',),
+        source='def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):\n    """FlashAttention forward: (out (B, H, T_q, d_v), lse (B, H, T_q)), one (block_q, block_k) tile of scores at a time."""\n    B, H, T_q, d = q.shape\n    T_k, d_v = k.shape[-2], v.shape[-1]\n    acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n    scale = 1.0 / math.sqrt(d)\n    outs, lses = [], []\n    for i0 in range(0, T_q, block_q):\n        i1 = min(i0 + block_q, T_q)\n        qi = q[:, :, i0:i1].to(acc)\n        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)\n        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)\n        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)\n        for j0 in range(0, T_k, block_k):\n            if causal and j0 > i1 - 1 + (T_k - T_q):\n                break\n            j1 = min(j0 + block_k, T_k)\n            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale\n            if key_padding_mask is not None:\n                keep = key_padding_mask[:, j0:j1].to(q.device)\n                s = s.masked_fill(~keep[:, None, None, :], float("-inf"))\n            if causal:\n                rows = torch.arange(i0, i1, device=q.device)[:, None]\n                cols = torch.arange(j0, j1, device=q.device)[None, :]\n                s = s.masked_fill(cols > rows + (T_k - T_q), float("-inf"))\n            m_new = torch.maximum(m, s.amax(dim=-1))\n            shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)\n            alpha = torch.exp(m - shift)\n            p = torch.exp(s - shift[..., None])\n            l = alpha * l + p.sum(dim=-1)\n            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)\n            m = m_new\n        empty = l == 0\n        l_safe = torch.where(empty, torch.ones_like(l), l)\n        outs.append((o / l_safe[..., None]).to(q.dtype))\n        lse_i = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))\n        lses.append(lse_i if q.dtype in (torch.float16, torch.bfloat16) else lse_i.to(q.dtype))\n    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)\n',
+        kind='logic',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='ignores block_q: all queries at once, loop over key blocks only',
+        rejected_by=('test_tiled_attention_memory',),
+        source="""\
+def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):
+    B, H, T_q, d = q.shape
+    T_k, d_v = k.shape[-2], v.shape[-1]
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+    qf = q.to(acc) / math.sqrt(d)
+    m = torch.full((B, H, T_q), float("-inf"), dtype=acc, device=q.device)
+    l = torch.zeros((B, H, T_q), dtype=acc, device=q.device)
+    o = torch.zeros((B, H, T_q, d_v), dtype=acc, device=q.device)
+    rows = torch.arange(T_q, device=q.device)[:, None]
+    for j0 in range(0, T_k, block_k):
+        j1 = min(j0 + block_k, T_k)
+        s = qf @ k[:, :, j0:j1].to(acc).transpose(-2, -1)
+        if key_padding_mask is not None:
+            s = s.masked_fill(~key_padding_mask[:, None, None, j0:j1].to(q.device), float("-inf"))
+        if causal:
+            cols = torch.arange(j0, j1, device=q.device)[None, :]
+            s = s.masked_fill(cols > rows, float("-inf"))
+        m_new = torch.maximum(m, s.amax(-1))
+        shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)
+        alpha = torch.exp(m - shift)
+        p = torch.exp(s - shift[..., None])
+        l = alpha * l + p.sum(-1)
+        o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)
+        m = m_new
+    empty = l == 0
+    l_safe = torch.where(empty, torch.ones_like(l), l)
+    lse = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))
+    return (o / l_safe[..., None]).to(q.dtype), (lse if q.dtype in (torch.float16, torch.bfloat16) else lse.to(q.dtype))
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='causal mask arange created on the CPU (no device=)',
+        rejected_by=('test_tiled_attention',),
+        source='def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):\n    """FlashAttention forward: (out (B, H, T_q, d_v), lse (B, H, T_q)), one (block_q, block_k) tile of scores at a time."""\n    B, H, T_q, d = q.shape\n    T_k, d_v = k.shape[-2], v.shape[-1]\n    acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n    scale = 1.0 / math.sqrt(d)\n    outs, lses = [], []\n    for i0 in range(0, T_q, block_q):\n        i1 = min(i0 + block_q, T_q)\n        qi = q[:, :, i0:i1].to(acc)\n        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)\n        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)\n        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)\n        for j0 in range(0, T_k, block_k):\n            if causal and j0 > i1 - 1:\n                break\n            j1 = min(j0 + block_k, T_k)\n            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale\n            if key_padding_mask is not None:\n                keep = key_padding_mask[:, j0:j1].to(q.device)\n                s = s.masked_fill(~keep[:, None, None, :], float("-inf"))\n            if causal and j1 - 1 > i0:\n                rows = torch.arange(i0, i1)[:, None]\n                cols = torch.arange(j0, j1)[None, :]\n                s = s.masked_fill(cols > rows, float("-inf"))\n            m_new = torch.maximum(m, s.amax(dim=-1))\n            shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)\n            alpha = torch.exp(m - shift)\n            p = torch.exp(s - shift[..., None])\n            l = alpha * l + p.sum(dim=-1)\n            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)\n            m = m_new\n        empty = l == 0\n        l_safe = torch.where(empty, torch.ones_like(l), l)\n        outs.append((o / l_safe[..., None]).to(q.dtype))\n        lse_i = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))\n        lses.append(lse_i if q.dtype in (torch.float16, torch.bfloat16) else lse_i.to(q.dtype))\n    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)\n',
+        kind='device',
+    ),
+    Mistake(
+        cell='tiled_attention',
+        name='returns out in float32 for half inputs (no cast back)',
+        rejected_by=('test_tiled_attention',),
+        source='def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):\n    """FlashAttention forward: (out (B, H, T_q, d_v), lse (B, H, T_q)), one (block_q, block_k) tile of scores at a time."""\n    B, H, T_q, d = q.shape\n    T_k, d_v = k.shape[-2], v.shape[-1]\n    acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n    scale = 1.0 / math.sqrt(d)\n    outs, lses = [], []\n    for i0 in range(0, T_q, block_q):\n        i1 = min(i0 + block_q, T_q)\n        qi = q[:, :, i0:i1].to(acc)\n        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)\n        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)\n        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)\n        for j0 in range(0, T_k, block_k):\n            if causal and j0 > i1 - 1:\n                break\n            j1 = min(j0 + block_k, T_k)\n            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale\n            if key_padding_mask is not None:\n                keep = key_padding_mask[:, j0:j1].to(q.device)\n                s = s.masked_fill(~keep[:, None, None, :], float("-inf"))\n            if causal and j1 - 1 > i0:\n                rows = torch.arange(i0, i1, device=q.device)[:, None]\n                cols = torch.arange(j0, j1, device=q.device)[None, :]\n                s = s.masked_fill(cols > rows, float("-inf"))\n            m_new = torch.maximum(m, s.amax(dim=-1))\n            shift = torch.where(torch.isneginf(m_new), torch.zeros_like(m_new), m_new)\n            alpha = torch.exp(m - shift)\n            p = torch.exp(s - shift[..., None])\n            l = alpha * l + p.sum(dim=-1)\n            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)\n            m = m_new\n        empty = l == 0\n        l_safe = torch.where(empty, torch.ones_like(l), l)\n        outs.append(o / l_safe[..., None])\n        lse_i = torch.where(empty, torch.full_like(m, float("-inf")), m + torch.log(l_safe))\n        lses.append(lse_i if q.dtype in (torch.float16, torch.bfloat16) else lse_i.to(q.dtype))\n    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)\n',
+        kind='dtype',
+    ),
+    Mistake(
+        cell='TiledAttention',
+        name='D computed per tile as rowsum(P * dP) instead of rowsum(dO * O)',
+        rejected_by=('test_TiledAttention',),
+        source='class TiledAttention(torch.autograd.Function):\n    """(out, lse) of tiled attention; the backward recomputes each tile from q, k, v, out, lse."""\n\n    @staticmethod\n    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):\n        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)\n        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)\n        ctx.blocks = (block_q, block_k, causal)\n        return out, lse\n\n    @staticmethod\n    def backward(ctx, d_out, d_lse):\n        q, k, v, out, lse, key_padding_mask = ctx.saved_tensors\n        block_q, block_k, causal = ctx.blocks\n        acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n        B, H, T_q, d = q.shape\n        T_k = k.shape[-2]\n        scale = 1.0 / math.sqrt(d)\n        if d_out is None:\n            d_out = torch.zeros_like(out)\n        if d_lse is None:\n            d_lse = torch.zeros_like(lse)\n        qa, ka, va = q.to(acc), k.to(acc), v.to(acc)\n        d_out, d_lse = d_out.to(acc), d_lse.to(acc)\n        lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).to(acc)\n        D = (d_out * out.to(acc)).sum(-1)\n        dq, dk, dv = torch.zeros_like(qa), torch.zeros_like(ka), torch.zeros_like(va)\n        for i0 in range(0, T_q, block_q):\n            i1 = min(i0 + block_q, T_q)\n            qi, doi = qa[:, :, i0:i1], d_out[:, :, i0:i1]\n            li, Di, dli = lse_safe[:, :, i0:i1, None], D[:, :, i0:i1, None], d_lse[:, :, i0:i1, None]\n            for j0 in range(0, T_k, block_k):\n                if causal and j0 > i1 - 1:\n                    break\n                j1 = min(j0 + block_k, T_k)\n                kj, vj = ka[:, :, j0:j1], va[:, :, j0:j1]\n                s = qi @ kj.transpose(-2, -1) * scale\n                if key_padding_mask is not None:\n                    s = s.masked_fill(~key_padding_mask[:, None, None, j0:j1].to(q.device), float("-inf"))\n                if causal and j1 - 1 > i0:\n                    rows = torch.arange(i0, i1, device=q.device)[:, None]\n                    cols = torch.arange(j0, j1, device=q.device)[None, :]\n                    s = s.masked_fill(cols > rows, float("-inf"))\n                p = torch.exp(s - li)\n                dv[:, :, j0:j1] += p.transpose(-2, -1) @ doi\n                dp = doi @ vj.transpose(-2, -1)\n                ds = p * (dp - (p * dp).sum(-1, keepdim=True) + dli)\n                dq[:, :, i0:i1] += ds @ kj * scale\n                dk[:, :, j0:j1] += ds.transpose(-2, -1) @ qi * scale\n        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None\n',
+        kind='logic',
+    ),
+    Mistake(
+        cell='TiledAttention',
+        name='backward ignores the padding mask',
+        rejected_by=('test_TiledAttention',),
+        source='class TiledAttention(torch.autograd.Function):\n    """(out, lse) of tiled attention; the backward recomputes each tile from q, k, v, out, lse."""\n\n    @staticmethod\n    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):\n        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)\n        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)\n        ctx.blocks = (block_q, block_k, causal)\n        return out, lse\n\n    @staticmethod\n    def backward(ctx, d_out, d_lse):\n        q, k, v, out, lse, key_padding_mask = ctx.saved_tensors\n        block_q, block_k, causal = ctx.blocks\n        acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n        B, H, T_q, d = q.shape\n        T_k = k.shape[-2]\n        scale = 1.0 / math.sqrt(d)\n        if d_out is None:\n            d_out = torch.zeros_like(out)\n        if d_lse is None:\n            d_lse = torch.zeros_like(lse)\n        qa, ka, va = q.to(acc), k.to(acc), v.to(acc)\n        d_out, d_lse = d_out.to(acc), d_lse.to(acc)\n        lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).to(acc)\n        D = (d_out * out.to(acc)).sum(-1)\n        dq, dk, dv = torch.zeros_like(qa), torch.zeros_like(ka), torch.zeros_like(va)\n        for i0 in range(0, T_q, block_q):\n            i1 = min(i0 + block_q, T_q)\n            qi, doi = qa[:, :, i0:i1], d_out[:, :, i0:i1]\n            li, Di, dli = lse_safe[:, :, i0:i1, None], D[:, :, i0:i1, None], d_lse[:, :, i0:i1, None]\n            for j0 in range(0, T_k, block_k):\n                if causal and j0 > i1 - 1:\n                    break\n                j1 = min(j0 + block_k, T_k)\n                kj, vj = ka[:, :, j0:j1], va[:, :, j0:j1]\n                s = qi @ kj.transpose(-2, -1) * scale\n                if False:\n                    s = s.masked_fill(~key_padding_mask[:, None, None, j0:j1].to(q.device), float("-inf"))\n                if causal and j1 - 1 > i0:\n                    rows = torch.arange(i0, i1, device=q.device)[:, None]\n                    cols = torch.arange(j0, j1, device=q.device)[None, :]\n                    s = s.masked_fill(cols > rows, float("-inf"))\n                p = torch.exp(s - li)\n                dv[:, :, j0:j1] += p.transpose(-2, -1) @ doi\n                dp = doi @ vj.transpose(-2, -1)\n                ds = p * (dp - Di + dli)\n                dq[:, :, i0:i1] += ds @ kj * scale\n                dk[:, :, j0:j1] += ds.transpose(-2, -1) @ qi * scale\n        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None\n',
+        kind='argument',
+    ),
+    Mistake(
+        cell='TiledAttention',
+        name='returns only (dq, dk, dv)',
+        rejected_by=('test_TiledAttention',),
+        source='class TiledAttention(torch.autograd.Function):\n    """(out, lse) of tiled attention; the backward recomputes each tile from q, k, v, out, lse."""\n\n    @staticmethod\n    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):\n        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)\n        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)\n        ctx.blocks = (block_q, block_k, causal)\n        return out, lse\n\n    @staticmethod\n    def backward(ctx, d_out, d_lse):\n        q, k, v, out, lse, key_padding_mask = ctx.saved_tensors\n        block_q, block_k, causal = ctx.blocks\n        acc = torch.float64 if q.dtype == torch.float64 else torch.float32\n        B, H, T_q, d = q.shape\n        T_k = k.shape[-2]\n        scale = 1.0 / math.sqrt(d)\n        if d_out is None:\n            d_out = torch.zeros_like(out)\n        if d_lse is None:\n            d_lse = torch.zeros_like(lse)\n        qa, ka, va = q.to(acc), k.to(acc), v.to(acc)\n        d_out, d_lse = d_out.to(acc), d_lse.to(acc)\n        lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).to(acc)\n        D = (d_out * out.to(acc)).sum(-1)\n        dq, dk, dv = torch.zeros_like(qa), torch.zeros_like(ka), torch.zeros_like(va)\n        for i0 in range(0, T_q, block_q):\n            i1 = min(i0 + block_q, T_q)\n            qi, doi = qa[:, :, i0:i1], d_out[:, :, i0:i1]\n            li, Di, dli = lse_safe[:, :, i0:i1, None], D[:, :, i0:i1, None], d_lse[:, :, i0:i1, None]\n            for j0 in range(0, T_k, block_k):\n                if causal and j0 > i1 - 1:\n                    break\n                j1 = min(j0 + block_k, T_k)\n                kj, vj = ka[:, :, j0:j1], va[:, :, j0:j1]\n                s = qi @ kj.transpose(-2, -1) * scale\n                if key_padding_mask is not None:\n                    s = s.masked_fill(~key_padding_mask[:, None, None, j0:j1].to(q.device), float("-inf"))\n                if causal and j1 - 1 > i0:\n                    rows = torch.arange(i0, i1, device=q.device)[:, None]\n                    cols = torch.arange(j0, j1, device=q.device)[None, :]\n                    s = s.masked_fill(cols > rows, float("-inf"))\n                p = torch.exp(s - li)\n                dv[:, :, j0:j1] += p.transpose(-2, -1) @ doi\n                dp = doi @ vj.transpose(-2, -1)\n                ds = p * (dp - Di + dli)\n                dq[:, :, i0:i1] += ds @ kj * scale\n                dk[:, :, j0:j1] += ds.transpose(-2, -1) @ qi * scale\n        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)\n',
+        kind='structure',
+    ),
+    Mistake(
+        cell='TiledAttention',
+        name='saves the probability tiles from the forward pass instead of recomputing',
+        rejected_by=('test_TiledAttention',),
+        source="""\
+class TiledAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):
+        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if key_padding_mask is not None:
+            s = s.masked_fill(~key_padding_mask[:, None, None, :], float("-inf"))
+        if causal:
+            tri = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+            s = s.masked_fill(~tri, float("-inf"))
+        p = torch.exp(s - torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)[..., None])
+        ctx.save_for_backward(q, k, v, out, p)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, d_out, d_lse):
+        q, k, v, out, p = ctx.saved_tensors
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        dv = p.transpose(-2, -1) @ d_out
+        dp = d_out @ v.transpose(-2, -1)
+        D = (d_out * out).sum(-1, keepdim=True)
+        ds = p * (dp - D + d_lse[..., None])
+        return ds @ k * scale, ds.transpose(-2, -1) @ q * scale, dv, None, None, None, None
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='decoder_kv_cache_bytes',
+        name='typed-in table of bytes per dtype (no bfloat16)',
+        rejected_by=('test_kv_cache_bytes',),
+        source="""\
+BYTES = {torch.float32: 4, torch.float16: 2, torch.float64: 8}
+
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    if hasattr(config, "n_kv_heads"):
+        L, nh, nkv = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        L, nh, nkv = config.n_layer, config.n_head, config.n_head
+    return 2 * L * batch * nkv * T * (config.d_model // nh) * BYTES[dtype]
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='decoder_kv_cache_bytes',
+        name='typed-in complete table of bytes per dtype (rule says never)',
+        rejected_by=('test_kv_cache_bytes',),
+        source="""\
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    size = {torch.float32: 4, torch.float16: 2, torch.bfloat16: 2, torch.float64: 8}[dtype]
+    if hasattr(config, "n_kv_heads"):
+        L, nh, nkv = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        L, nh, nkv = config.n_layer, config.n_head, config.n_head
+    return 2 * L * batch * nkv * T * (config.d_model // nh) * size
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='decoder_kv_cache_bytes',
+        name='true division for head_dim: returns a float',
+        rejected_by=('test_kv_cache_bytes',),
+        source="""\
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    if hasattr(config, "n_kv_heads"):
+        L, nh, nkv = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        L, nh, nkv = config.n_layer, config.n_head, config.n_head
+    return 2 * L * batch * nkv * T * (config.d_model / nh) * torch.empty((), dtype=dtype).element_size()
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='decoder_kv_cache_bytes',
+        name='returns a tensor (numel of an empty cache tensor times element size)',
+        rejected_by=('test_kv_cache_bytes',),
+        source="""\
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    if hasattr(config, "n_kv_heads"):
+        L, nh, nkv = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        L, nh, nkv = config.n_layer, config.n_head, config.n_head
+    shape = torch.tensor([2, L, batch, nkv, T, config.d_model // nh])
+    return shape.prod() * torch.empty((), dtype=dtype).element_size()
+""",
+        kind='structure',
+    ),
+]
+
+ACCEPTED += [
+    Accepted(
+        cell='online_softmax',
+        name='right: float32/float64 accumulator, split() loop, nan_to_num guard, cast back',
+        source="""\
+def online_softmax(x: torch.Tensor, block: int) -> torch.Tensor:
+    acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+    xf = x.to(acc)
+    m = None
+    l = None
+    for xb in xf.split(block, dim=-1):
+        bm = xb.max(dim=-1).values
+        if m is None:
+            m_new = bm
+            safe = torch.nan_to_num(m_new, neginf=0.0)
+            l = torch.exp(xb - safe[..., None]).sum(-1)
+        else:
+            m_new = torch.maximum(m, bm)
+            safe = torch.nan_to_num(m_new, neginf=0.0)
+            l = torch.exp(m - safe) * l + torch.exp(xb - safe[..., None]).sum(-1)
+        m = m_new
+    safe = torch.nan_to_num(m, neginf=0.0)
+    denom = torch.where(l > 0, l, torch.ones_like(l))
+    return (torch.exp(xf - safe[..., None]) / denom[..., None]).to(x.dtype)
+""",
+        checked_by=('test_online_softmax',),
+    ),
+    Accepted(
+        cell='online_softmax',
+        name='right: while loop with index, masked_fill guards',
+        source="""\
+def online_softmax(x, block):
+    n = x.size(-1)
+    lead = x.shape[:-1]
+    m = x.new_full(lead, float("-inf"))
+    s = x.new_zeros(lead)
+    i = 0
+    while i < n:
+        chunk = x[..., i:min(i + block, n)]
+        new_m = torch.max(m, chunk.max(-1).values)
+        ref = new_m.masked_fill(new_m == float("-inf"), 0.0)
+        s = s * (m - ref).exp() + (chunk - ref[..., None]).exp().sum(-1)
+        m = new_m
+        i += block
+    ref = m.masked_fill(m == float("-inf"), 0.0)
+    s = s.masked_fill(s == 0, 1.0)
+    return (x - ref[..., None]).exp() / s[..., None]
+""",
+        checked_by=('test_online_softmax',),
+    ),
+    Accepted(
+        cell='merge_softmax_states',
+        name='right: nan_to_num on the scale factors',
+        source="""\
+def merge_softmax_states(a, b):
+    m1, l1, o1 = a
+    m2, l2, o2 = b
+    m = torch.max(m1, m2)
+    s1 = torch.nan_to_num(torch.exp(m1 - m), nan=0.0)
+    s2 = torch.nan_to_num(torch.exp(m2 - m), nan=0.0)
+    return (m, s1 * l1 + s2 * l2, s1[..., None] * o1 + s2[..., None] * o2)
+""",
+        checked_by=('test_merge_softmax_states',),
+    ),
+    Accepted(
+        cell='tiled_attention',
+        name='right: preallocated out/lse written per block, causal key range computed up front',
+        source="""\
+def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):
+    B, H, Tq, d = q.shape
+    Tk = k.shape[2]
+    dv = v.shape[3]
+    work = q.dtype if q.dtype == torch.float64 else torch.float32
+    out = torch.empty(B, H, Tq, dv, dtype=q.dtype, device=q.device)
+    lse = torch.empty(B, H, Tq, dtype=work if q.dtype != torch.float64 and q.dtype != torch.float32 else q.dtype, device=q.device)
+    neg = float("-inf")
+    for qs in range(0, Tq, block_q):
+        qe = min(qs + block_q, Tq)
+        Qi = q[:, :, qs:qe].to(work) / math.sqrt(d)
+        m = Qi.new_full((B, H, qe - qs), neg)
+        l = Qi.new_zeros((B, H, qe - qs))
+        acc = Qi.new_zeros((B, H, qe - qs, dv))
+        k_end = min(Tk, qe) if causal else Tk
+        for ks in range(0, k_end, block_k):
+            ke = min(ks + block_k, Tk)
+            S = torch.matmul(Qi, k[:, :, ks:ke].to(work).transpose(2, 3))
+            if causal:
+                qi = torch.arange(qs, qe, device=q.device).view(-1, 1)
+                kj = torch.arange(ks, ke, device=q.device).view(1, -1)
+                S = S.masked_fill(kj > qi, neg)
+            if key_padding_mask is not None:
+                S = S.masked_fill(~key_padding_mask[:, None, None, ks:ke].to(device=q.device, dtype=torch.bool), neg)
+            m_new = torch.maximum(m, S.max(dim=-1).values)
+            ref = m_new.masked_fill(m_new == neg, 0.0)
+            corr = (m - ref).exp()
+            P = (S - ref.unsqueeze(-1)).exp()
+            l = corr * l + P.sum(-1)
+            acc = corr.unsqueeze(-1) * acc + P @ v[:, :, ks:ke].to(work)
+            m = m_new
+        dead = l == 0
+        one = torch.ones_like(l)
+        out[:, :, qs:qe] = (acc / torch.where(dead, one, l).unsqueeze(-1)).to(q.dtype)
+        lse[:, :, qs:qe] = torch.where(dead, torch.full_like(m, neg), m + torch.where(dead, one, l).log()).to(lse.dtype)
+    return out, lse
+""",
+        checked_by=('test_tiled_attention', 'test_tiled_attention_memory'),
+    ),
+    Accepted(
+        cell='TiledAttention',
+        name="right (borderline): backward always computed in float32, gradients cast back to the input dtype (prose: 'float32 at least')",
+        source='class TiledAttention(torch.autograd.Function):\n    """(out, lse) of tiled attention; the backward recomputes each tile from q, k, v, out, lse."""\n\n    @staticmethod\n    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):\n        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)\n        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)\n        ctx.blocks = (block_q, block_k, causal)\n        return out, lse\n\n    @staticmethod\n    def backward(ctx, d_out, d_lse):\n        q, k, v, out, lse, key_padding_mask = ctx.saved_tensors\n        block_q, block_k, causal = ctx.blocks\n        acc = torch.float32\n        B, H, T_q, d = q.shape\n        T_k = k.shape[-2]\n        scale = 1.0 / math.sqrt(d)\n        if d_out is None:\n            d_out = torch.zeros_like(out)\n        if d_lse is None:\n            d_lse = torch.zeros_like(lse)\n        qa, ka, va = q.to(acc), k.to(acc), v.to(acc)\n        d_out, d_lse = d_out.to(acc), d_lse.to(acc)\n        lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).to(acc)\n        D = (d_out * out.to(acc)).sum(-1)\n        dq, dk, dv = torch.zeros_like(qa), torch.zeros_like(ka), torch.zeros_like(va)\n        for i0 in range(0, T_q, block_q):\n            i1 = min(i0 + block_q, T_q)\n            qi, doi = qa[:, :, i0:i1], d_out[:, :, i0:i1]\n            li, Di, dli = lse_safe[:, :, i0:i1, None], D[:, :, i0:i1, None], d_lse[:, :, i0:i1, None]\n            for j0 in range(0, T_k, block_k):\n                if causal and j0 > i1 - 1:\n                    break\n                j1 = min(j0 + block_k, T_k)\n                kj, vj = ka[:, :, j0:j1], va[:, :, j0:j1]\n                s = qi @ kj.transpose(-2, -1) * scale\n                if key_padding_mask is not None:\n                    s = s.masked_fill(~key_padding_mask[:, None, None, j0:j1].to(q.device), float("-inf"))\n                if causal and j1 - 1 > i0:\n                    rows = torch.arange(i0, i1, device=q.device)[:, None]\n                    cols = torch.arange(j0, j1, device=q.device)[None, :]\n                    s = s.masked_fill(cols > rows, float("-inf"))\n                p = torch.exp(s - li)\n                dv[:, :, j0:j1] += p.transpose(-2, -1) @ doi\n                dp = doi @ vj.transpose(-2, -1)\n                ds = p * (dp - Di + dli)\n                dq[:, :, i0:i1] += ds @ kj * scale\n                dk[:, :, j0:j1] += ds.transpose(-2, -1) @ qi * scale\n        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None\n',
+        checked_by=('test_TiledAttention',),
+    ),
+    Accepted(
+        cell='decoder_kv_cache_bytes',
+        name='right: bytes from torch.finfo(dtype).bits // 8',
+        source="""\
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    from course_utils.llama import LlamaConfig
+    if isinstance(config, LlamaConfig):
+        L, nh, nkv = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        L, nh, nkv = config.n_layer, config.n_head, config.n_head
+    return 2 * L * batch * nkv * T * (config.d_model // nh) * (torch.finfo(dtype).bits // 8)
+""",
+        checked_by=('test_kv_cache_bytes',),
+    ),
+]

@@ -194,3 +194,420 @@ ACCEPTED = [
                      '    m = response_mask.to(logprobs.dtype)\n'
                      '    return ((per_token_loss * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)).mean()\n')),
 ]
+
+
+# Written blind from the release alone (issue 38): the wrong answers not already above, and the right answers in other styles.
+MISTAKES += [
+    Mistake(
+        cell='sequence_logprobs',
+        name='detaches the logits',
+        rejected_by=('test_sequence_logprobs',),
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logits = model(input_ids).detach()[:, :-1].float()
+    tok = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    return (tok * response_mask[:, 1:].float()).sum(-1)
+""",
+        kind='autograd',
+    ),
+    Mistake(
+        cell='sequence_logprobs',
+        name="log_softmax in the model's dtype (no .float()), result not float32",
+        rejected_by=('test_sequence_logprobs',),
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logits = model(input_ids)[:, :-1]
+    tok = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    return (tok * response_mask[:, 1:].to(tok.dtype)).sum(-1)
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='sequence_logprobs',
+        name='final .squeeze() drops the batch axis for B = 1',
+        rejected_by=('test_sequence_logprobs',),
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logp = torch.log_softmax(model(input_ids)[:, :-1].float(), dim=-1)
+    tok = logp.gather(-1, input_ids[:, 1:, None]).squeeze()
+    return (tok * response_mask[:, 1:].float()).sum(-1).squeeze()
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='sequence_logprobs',
+        name='masked_fill(~mask): breaks on 0/1 integer masks (bitwise not)',
+        rejected_by=('test_sequence_logprobs',),
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logp = torch.log_softmax(model(input_ids)[:, :-1].float(), dim=-1)
+    tok = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    return tok.masked_fill(~response_mask[:, 1:], 0.0).sum(-1)
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='sequence_logprobs',
+        name='log(softmax(...)) instead of log_softmax (-inf for tiny probabilities)',
+        rejected_by=('test_sequence_logprobs',),
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    probs = torch.softmax(model(input_ids)[:, :-1].float(), dim=-1)
+    tok = torch.log(probs.gather(-1, input_ids[:, 1:, None]).squeeze(-1))
+    return (tok * response_mask[:, 1:].float()).sum(-1)
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='sequence_logprobs',
+        name='boolean indexing per row in a Python loop with .item() (no graph through the sum)',
+        rejected_by=('test_sequence_logprobs',),
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logp = torch.log_softmax(model(input_ids)[:, :-1].float(), dim=-1)
+    tok = logp.gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    sums = [tok[b][response_mask[b, 1:].bool()].sum().item() for b in range(tok.shape[0])]
+    return torch.tensor(sums, dtype=torch.float32)
+""",
+        kind='autograd',
+    ),
+    Mistake(
+        cell='dpo_loss',
+        name='policy and reference swapped in the log-ratios',
+        rejected_by=('test_dpo_loss',),
+        source="""\
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
+    chosen = beta * (ref_chosen - policy_chosen)
+    rejected = beta * (ref_rejected - policy_rejected)
+    loss = -F.logsigmoid(chosen - rejected).mean()
+    return loss, chosen.detach(), rejected.detach()
+""",
+        kind='logic',
+    ),
+    Mistake(
+        cell='dpo_loss',
+        name='detaches too early: loss built from the detached rewards (no gradient)',
+        rejected_by=('test_dpo_loss',),
+        source="""\
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
+    chosen = (beta * (policy_chosen - ref_chosen)).detach()
+    rejected = (beta * (policy_rejected - ref_rejected)).detach()
+    return -F.logsigmoid(chosen - rejected).mean(), chosen, rejected
+""",
+        kind='autograd',
+    ),
+    Mistake(
+        cell='dpo_loss',
+        name='ignores the beta argument (hard-coded 0.1)',
+        rejected_by=('test_dpo_loss',),
+        source="""\
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
+    chosen = 0.1 * (policy_chosen - ref_chosen)
+    rejected = 0.1 * (policy_rejected - ref_rejected)
+    return -F.logsigmoid(chosen - rejected).mean(), chosen.detach(), rejected.detach()
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='dpo_loss',
+        name='loss keeps a batch axis (mean with keepdim)',
+        rejected_by=('test_dpo_loss',),
+        source="""\
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
+    chosen = beta * (policy_chosen - ref_chosen)
+    rejected = beta * (policy_rejected - ref_rejected)
+    return -F.logsigmoid(chosen - rejected).mean(0, keepdim=True), chosen.detach(), rejected.detach()
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='dpo_loss',
+        name='beta turned into a CPU float32 tensor (device and dtype rule)',
+        rejected_by=('test_dpo_loss',),
+        source="""\
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
+    b = torch.tensor([beta], dtype=torch.float32)
+    chosen = b * (policy_chosen - ref_chosen)
+    rejected = b * (policy_rejected - ref_rejected)
+    return -F.logsigmoid(chosen - rejected).mean(), chosen.detach(), rejected.detach()
+""",
+        kind='device',
+    ),
+    Mistake(
+        cell='dpo_loss',
+        name='clamps the margin to avoid overflow (gradient zero outside the clamp)',
+        rejected_by=('test_dpo_loss',),
+        source="""\
+def dpo_loss(policy_chosen, policy_rejected, ref_chosen, ref_rejected, beta=0.1):
+    chosen = beta * (policy_chosen - ref_chosen)
+    rejected = beta * (policy_rejected - ref_rejected)
+    z = (chosen - rejected).clamp(-50, 50)
+    return -torch.log(torch.sigmoid(z)).mean(), chosen.detach(), rejected.detach()
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='make_preference_pairs',
+        name='last sample with the lowest reward (flip)',
+        rejected_by=('test_make_preference_pairs',),
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    g = rewards.reshape(-1, group_size)
+    keep = g.amax(1) > g.amin(1)
+    base = torch.arange(g.shape[0], device=rewards.device) * group_size
+    last_lo = group_size - 1 - g.flip(1).argmin(1)
+    return torch.stack([base + g.argmax(1), base + last_lo], 1)[keep]
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='make_preference_pairs',
+        name='no pairs: returns shape (0,) instead of (0, 2)',
+        rejected_by=('test_make_preference_pairs',),
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    rows = []
+    for p in range(rewards.numel() // group_size):
+        g = rewards[p * group_size:(p + 1) * group_size]
+        if g.max() > g.min():
+            rows.append([p * group_size + int(g.argmax()), p * group_size + int(g.argmin())])
+    return torch.tensor(rows, dtype=torch.long, device=rewards.device)
+""",
+        kind='boundary',
+    ),
+    Mistake(
+        cell='make_preference_pairs',
+        name='int32 indices',
+        rejected_by=('test_make_preference_pairs',),
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    g = rewards.reshape(-1, group_size)
+    keep = g.amax(1) > g.amin(1)
+    base = torch.arange(g.shape[0], device=rewards.device, dtype=torch.int32) * group_size
+    return torch.stack([base + g.argmax(1).int(), base + g.argmin(1).int()], 1)[keep]
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='make_preference_pairs',
+        name='result built on the CPU (torch.tensor without device)',
+        rejected_by=('test_make_preference_pairs',),
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    rows = []
+    vals = rewards.tolist()
+    for p in range(0, len(vals), group_size):
+        g = vals[p:p + group_size]
+        if max(g) != min(g):
+            rows.append((p + g.index(max(g)), p + g.index(min(g))))
+    return torch.tensor(rows, dtype=torch.long).view(-1, 2)
+""",
+        kind='device',
+    ),
+    Mistake(
+        cell='make_preference_pairs',
+        name='hard-coded group size 3 (from the visible test)',
+        rejected_by=('test_make_preference_pairs',),
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    g = rewards.reshape(-1, 3)
+    keep = g.amax(1) > g.amin(1)
+    base = torch.arange(g.shape[0], device=rewards.device) * 3
+    return torch.stack([base + g.argmax(1), base + g.argmin(1)], 1)[keep]
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='make_preference_pairs',
+        name='returns a list of lists',
+        rejected_by=('test_make_preference_pairs',),
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    out = []
+    for p in range(rewards.numel() // group_size):
+        g = rewards[p * group_size:(p + 1) * group_size].tolist()
+        if max(g) != min(g):
+            out.append([p * group_size + g.index(max(g)), p * group_size + g.index(min(g))])
+    return out
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='group_advantages',
+        name='integer rewards kept as integers (mean of a long tensor fails)',
+        rejected_by=('test_group_advantages',),
+        source="""\
+def group_advantages(rewards, group_size, eps=1e-4):
+    g = rewards.reshape(-1, group_size)
+    return ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + eps)).reshape(-1)
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='group_advantages',
+        name='always float32 (.float()), float64 rewards come back float32',
+        rejected_by=('test_group_advantages',),
+        source="""\
+def group_advantages(rewards, group_size, eps=1e-4):
+    g = rewards.float().reshape(-1, group_size)
+    return ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + eps)).reshape(-1)
+""",
+        kind='dtype',
+    ),
+    Mistake(
+        cell='group_advantages',
+        name='ignores the eps argument (hard-coded 1e-4)',
+        rejected_by=('test_group_advantages',),
+        source="""\
+def group_advantages(rewards, group_size, eps=1e-4):
+    g = rewards.reshape(-1, group_size)
+    if not g.is_floating_point():
+        g = g.float()
+    return ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-4)).reshape(-1)
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='group_advantages',
+        name='returns shape (P, group_size)',
+        rejected_by=('test_group_advantages',),
+        source="""\
+def group_advantages(rewards, group_size, eps=1e-4):
+    g = rewards.reshape(-1, group_size)
+    if not g.is_floating_point():
+        g = g.float()
+    return (g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + eps)
+""",
+        kind='structure',
+    ),
+    Mistake(
+        cell='group_advantages',
+        name='hard-coded group size 4 (from the visible test)',
+        rejected_by=('test_group_advantages',),
+        source="""\
+def group_advantages(rewards, group_size, eps=1e-4):
+    g = rewards.reshape(-1, 4)
+    if not g.is_floating_point():
+        g = g.float()
+    return ((g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + eps)).reshape(-1)
+""",
+        kind='argument',
+    ),
+    Mistake(
+        cell='grpo_loss',
+        name='clips the product ratio*A instead of the ratio',
+        rejected_by=('test_grpo_loss',),
+        source='def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, advantages: torch.Tensor,\n              response_mask: torch.Tensor, clip: float = 0.2, kl_coef: float = 0.04) -> torch.Tensor:\n    """GRPO\'s clipped objective with the k3 KL penalty, per token; mean per sequence, then over the batch; negated."""\n    old = old_logprobs.detach()\n    ref = ref_logprobs.detach()\n    adv = advantages.detach().unsqueeze(-1)\n    mask = response_mask.to(logprobs.dtype)\n    ratio = torch.exp(logprobs - old)\n    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio * adv, 1 - clip, 1 + clip))\n    log_r = ref - logprobs\n    k3 = torch.exp(log_r) - log_r - 1\n    per_token = surrogate - kl_coef * k3\n    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)\n    return -per_seq.mean()\n',
+        kind='logic',
+    ),
+    Mistake(
+        cell='grpo_loss',
+        name='ratio as logprobs / old_logprobs',
+        rejected_by=('test_grpo_loss',),
+        source='def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, advantages: torch.Tensor,\n              response_mask: torch.Tensor, clip: float = 0.2, kl_coef: float = 0.04) -> torch.Tensor:\n    """GRPO\'s clipped objective with the k3 KL penalty, per token; mean per sequence, then over the batch; negated."""\n    old = old_logprobs.detach()\n    ref = ref_logprobs.detach()\n    adv = advantages.detach().unsqueeze(-1)\n    mask = response_mask.to(logprobs.dtype)\n    ratio = logprobs / old\n    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)\n    log_r = ref - logprobs\n    k3 = torch.exp(log_r) - log_r - 1\n    per_token = surrogate - kl_coef * k3\n    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)\n    return -per_seq.mean()\n',
+        kind='logic',
+    ),
+    Mistake(
+        cell='grpo_loss',
+        name='ignores the clip argument (hard-coded 0.2)',
+        rejected_by=('test_grpo_loss',),
+        source='def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, advantages: torch.Tensor,\n              response_mask: torch.Tensor, clip: float = 0.2, kl_coef: float = 0.04) -> torch.Tensor:\n    """GRPO\'s clipped objective with the k3 KL penalty, per token; mean per sequence, then over the batch; negated."""\n    old = old_logprobs.detach()\n    ref = ref_logprobs.detach()\n    adv = advantages.detach().unsqueeze(-1)\n    mask = response_mask.to(logprobs.dtype)\n    ratio = torch.exp(logprobs - old)\n    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 0.8, 1.2) * adv)\n    log_r = ref - logprobs\n    k3 = torch.exp(log_r) - log_r - 1\n    per_token = surrogate - kl_coef * k3\n    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)\n    return -per_seq.mean()\n',
+        kind='argument',
+    ),
+    Mistake(
+        cell='grpo_loss',
+        name='mask.float(): half-precision inputs give a float32 loss',
+        rejected_by=('test_grpo_loss',),
+        source='def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, advantages: torch.Tensor,\n              response_mask: torch.Tensor, clip: float = 0.2, kl_coef: float = 0.04) -> torch.Tensor:\n    """GRPO\'s clipped objective with the k3 KL penalty, per token; mean per sequence, then over the batch; negated."""\n    old = old_logprobs.detach()\n    ref = ref_logprobs.detach()\n    adv = advantages.detach().unsqueeze(-1)\n    mask = response_mask.float()\n    ratio = torch.exp(logprobs - old)\n    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)\n    log_r = ref - logprobs\n    k3 = torch.exp(log_r) - log_r - 1\n    per_token = surrogate - kl_coef * k3\n    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)\n    return -per_seq.mean()\n',
+        kind='dtype',
+    ),
+    Mistake(
+        cell='grpo_loss',
+        name='detaches logprobs too (no gradient at all)',
+        rejected_by=('test_grpo_loss',),
+        source='def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, advantages: torch.Tensor,\n              response_mask: torch.Tensor, clip: float = 0.2, kl_coef: float = 0.04) -> torch.Tensor:\n    """GRPO\'s clipped objective with the k3 KL penalty, per token; mean per sequence, then over the batch; negated."""\n    old = old_logprobs.detach()\n    ref = ref_logprobs.detach()\n    adv = advantages.detach().unsqueeze(-1)\n    mask = response_mask.to(logprobs.dtype)\n    logprobs = logprobs.detach()\n    ratio = torch.exp(logprobs - old)\n    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)\n    log_r = ref - logprobs\n    k3 = torch.exp(log_r) - log_r - 1\n    per_token = surrogate - kl_coef * k3\n    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)\n    return -per_seq.mean()\n',
+        kind='autograd',
+    ),
+    Mistake(
+        cell='grpo_loss',
+        name='k1 estimator (logprobs - ref) instead of k3',
+        rejected_by=('test_grpo_loss',),
+        source='def grpo_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, ref_logprobs: torch.Tensor, advantages: torch.Tensor,\n              response_mask: torch.Tensor, clip: float = 0.2, kl_coef: float = 0.04) -> torch.Tensor:\n    """GRPO\'s clipped objective with the k3 KL penalty, per token; mean per sequence, then over the batch; negated."""\n    old = old_logprobs.detach()\n    ref = ref_logprobs.detach()\n    adv = advantages.detach().unsqueeze(-1)\n    mask = response_mask.to(logprobs.dtype)\n    ratio = torch.exp(logprobs - old)\n    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)\n    log_r = ref - logprobs\n    k3 = -log_r\n    per_token = surrogate - kl_coef * k3\n    per_seq = (per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1)\n    return -per_seq.mean()\n',
+        kind='logic',
+    ),
+]
+
+ACCEPTED += [
+    Accepted(
+        cell='sequence_logprobs',
+        name="right: -cross_entropy(reduction='none') and torch.where on the bool mask",
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logits = model(input_ids).float()
+    B, T, V = logits.shape
+    nll = F.cross_entropy(logits[:, :-1].reshape(-1, V), input_ids[:, 1:].reshape(-1), reduction="none").view(B, T - 1)
+    keep = response_mask[:, 1:].bool()
+    return torch.where(keep, -nll, torch.zeros_like(nll)).sum(-1)
+""",
+        checked_by=('test_sequence_logprobs',),
+    ),
+    Accepted(
+        cell='sequence_logprobs',
+        name="right: no slicing, roll targets by -1 (last position's target is position 0, never a response)",
+        source="""\
+def sequence_logprobs(model, input_ids, response_mask):
+    logp = model(input_ids).float().log_softmax(-1)
+    targets = input_ids.roll(-1, dims=1)
+    mask = response_mask.roll(-1, dims=1).bool()
+    tok = logp.gather(2, targets[..., None])[..., 0]
+    return tok.masked_fill(~mask, 0.0).sum(1)
+""",
+        checked_by=('test_sequence_logprobs',),
+    ),
+    Accepted(
+        cell='make_preference_pairs',
+        name='right: first index via (g == max).int().argmax (no reliance on argmax tie order)',
+        source="""\
+def make_preference_pairs(rewards, group_size):
+    g = rewards.view(-1, group_size)
+    hi = g.max(1, keepdim=True).values
+    lo = g.min(1, keepdim=True).values
+    first_hi = (g == hi).int().argmax(1)
+    first_lo = (g == lo).int().argmax(1)
+    base = torch.arange(0, rewards.numel(), group_size, device=rewards.device)
+    keep = (hi != lo).squeeze(1)
+    return torch.stack((base + first_hi, base + first_lo), -1)[keep].to(torch.long)
+""",
+        checked_by=('test_make_preference_pairs',),
+    ),
+    Accepted(
+        cell='group_advantages',
+        name='right: unflatten, explicit Bessel variance sum/(n-1), sqrt',
+        source="""\
+def group_advantages(rewards, group_size, eps=1e-4):
+    r = rewards.to(torch.get_default_dtype()) if not torch.is_floating_point(rewards) else rewards
+    g = r.unflatten(0, (-1, group_size))
+    mu = g.sum(1, keepdim=True) / group_size
+    sd = (((g - mu) ** 2).sum(1, keepdim=True) / (group_size - 1)).sqrt()
+    return ((g - mu) / (sd + eps)).flatten()
+""",
+        checked_by=('test_group_advantages',),
+    ),
+    Accepted(
+        cell='grpo_loss',
+        name='right: per-sequence boolean indexing in a loop, torch.min, stack',
+        source="""\
+def grpo_loss(logprobs, old_logprobs, ref_logprobs, advantages, response_mask, clip=0.2, kl_coef=0.04):
+    ratio = (logprobs - old_logprobs.detach()).exp()
+    A = advantages.detach()[:, None]
+    unclipped = ratio * A
+    clipped = ratio.clamp(1.0 - clip, 1.0 + clip) * A
+    d = ref_logprobs.detach() - logprobs
+    obj = torch.min(unclipped, clipped) - kl_coef * (d.exp() - d - 1.0)
+    m = response_mask.bool()
+    per_seq = [obj[b][m[b]].mean() for b in range(obj.shape[0])]
+    return -torch.stack(per_seq).mean()
+""",
+        checked_by=('test_grpo_loss',),
+    ),
+]
