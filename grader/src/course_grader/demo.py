@@ -257,27 +257,26 @@ def _grade_part(
     *,
     feedback: bool,
     report: DemoReport,
-    progress: Callable[[str, float], None] | None,
+    progress: Callable[[Sequence[str], float], None] | None,
 ) -> list[NotebookScore]:
     """Release, submit and autograde ``assignments`` in the scratch course ``course_dir``, through the
     one grading pipeline (:func:`~course_grader.grading.pipeline.grade`), serially. The scratch course
-    holds exactly these assignments, so one nbgrader process releases them all."""
+    holds exactly these assignments, so one nbgrader process releases them all, and one grades them all."""
     prepare_scratch_course(root, course_dir, assignments)
     generate_release(course_dir, assignments, verbose=False, one_process=True)
     for name in assignments:
         write_submissions(course_dir, name, class_lists[name])
     course = Course.open(course_dir)
-    for name in assignments:
-        started = time.perf_counter()
-        graded = grade(course, [name], workers=1, manual_views=False, say=lambda line: None)
-        report.failed.update(graded.failed)
-        if feedback:
-            try:
-                generate_feedback(course_dir, name)
-            except NbgraderError as error:
-                print(f"  feedback for {name} failed: {error}", flush=True)
-        if progress is not None:
-            progress(name, time.perf_counter() - started)
+    started = time.perf_counter()
+    graded = grade(course, list(assignments), workers=1, manual_views=False, say=lambda line: None)
+    report.failed.update(graded.failed)
+    if progress is not None:
+        progress(assignments, time.perf_counter() - started)
+    for name in assignments if feedback else ():
+        try:
+            generate_feedback(course_dir, name)
+        except NbgraderError as error:
+            print(f"  feedback for {name} failed: {error}", flush=True)
     return read_scores(course_dir, course.db_url)
 
 
@@ -341,11 +340,12 @@ def _grade_class(
     done = []
     lock = threading.Lock()
 
-    def progress(name: str, seconds: float) -> None:
+    def progress(names: Sequence[str], seconds: float) -> None:
         if verbose:
             with lock:
-                done.append(name)
-                print(f"[autograde {len(done)}/{len(assignments)}] {name}: {len(class_lists[name])} students ... "
+                done.extend(names)
+                students = sum(len(class_lists[name]) for name in names)
+                print(f"[autograde {len(done)}/{len(assignments)}] {', '.join(names)}: {students} notebooks ... "
                       f"done ({seconds:.1f} s)", flush=True)
 
     workers = max(1, min(workers, len(assignments)))

@@ -79,38 +79,48 @@ def grade(
     """
     from course_grader.grading.manual_view import write_views
     from course_grader.grading.parallel import autograde_parallel
-    from course_grader.grading.scores import autograde
+    from course_grader.grading.scores import autograde_many
     from course_grader.grading.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
     only = list(students) if students else None
     report = GradeReport(course, list(assignments), only)
-    on_dask: dict[str, list[str]] = {}  # every assignment's tasks go to the cluster at once
+    to_grade: dict[str, list[str]] = {}
+    missing: dict[str, list[str]] = {}
+    first: dict[str, list[StudentResult]] = {}  # each assignment's malformed and missing, before its graded
     for name in assignments:
         problems = inspect_submissions(course.root, name, only)
         if problems:
             say(f"{name}: problems found in the submissions\n{format_problems(problems)}")
         blocked = {p.student for p in problems if p.blocking}
-        report.results += [StudentResult(p.student, name, "malformed", p.problem) for p in problems if p.blocking]
-        missing = sorted({p.student for p in problems if p.zero} - blocked)
-        report.results += [StudentResult(s, name, "missing", "nothing submitted: recorded as 0") for s in missing]
-        graded = [s for s in submitted_students(course.root, name, only) if s not in blocked | set(missing)]
-        if graded and scheduler is not None:
-            on_dask[name] = graded
-        elif graded:
-            say(f"autograding {name}: {len(graded)} students, {workers} worker(s), profile {course.profile!r} ...")
-            if workers > 1:
-                run = autograde_parallel(course.root, name, graded, workers=workers, profile=course.profile,
-                                         db_url=course.db_url)
-            else:
-                run = autograde(course.root, name, graded, profile=course.profile, db_url=course.db_url)
-            report.results += run.results
+        missing[name] = sorted({p.student for p in problems if p.zero} - blocked)
+        first[name] = [StudentResult(p.student, name, "malformed", p.problem) for p in problems if p.blocking]
+        first[name] += [StudentResult(s, name, "missing", "nothing submitted: recorded as 0") for s in missing[name]]
+        to_grade[name] = [s for s in submitted_students(course.root, name, only) if s not in blocked | set(missing[name])]
+        if not to_grade[name]:
+            say(f"{name}: no submissions to grade")
+    graded = {name: names for name, names in to_grade.items() if names}
+    on_dask: dict[str, list[str]] = graded if scheduler is not None else {}  # every task goes to the cluster at once
+    if graded and scheduler is None and workers <= 1:  # one nbgrader process for every assignment
+        for name, names in graded.items():
+            say(f"autograding {name}: {len(names)} students, 1 worker, profile {course.profile!r} ...")
+        runs = autograde_many(course.root, graded, profile=course.profile, db_url=course.db_url)
+    elif graded and scheduler is None:
+        runs = {}
+        for name, names in graded.items():
+            say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
+            runs[name] = autograde_parallel(course.root, name, names, workers=workers, profile=course.profile,
+                                            db_url=course.db_url)
+    else:
+        runs = {}
+    for name in assignments:
+        report.results += first[name]
+        if name in runs:
+            report.results += runs[name].results
             if manual_views:
-                views = write_views(course.root, name, graded)
+                views = write_views(course.root, name, graded[name])
                 if views:
                     say(f"{name}: written answers beside each student's own run: {views[0].parent}/<student>.html")
-        else:
-            say(f"{name}: no submissions to grade")
-        for student in missing:
+        for student in missing[name]:
             record_zero(course.root, name, student, db_url=course.db_url)
     if on_dask:
         from course_grader.grading.dask_grading import grade_on_dask

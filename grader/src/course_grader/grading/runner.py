@@ -140,19 +140,32 @@ def autograde_students(
     subprocess's own output. If the process itself dies, the student it was grading is
     failed with that reason and the others are graded by a fresh process.
     """
-    outcomes: dict[str, dict[str, Any]] = {}
+    outcomes, output = autograde_jobs(course_dir, [(assignment, s) for s in students], profile=profile, config=config)
+    return {student: outcome for (_, student), outcome in outcomes.items()}, output
+
+
+def autograde_jobs(
+    course_dir: Path,
+    jobs: Sequence[tuple[str, str]],
+    *,
+    profile: str = "ci",
+    config: dict[str, dict[str, Any]] | None = None,
+) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
+    """:func:`autograde_students` for ``(assignment, student)`` pairs of several assignments, all in one
+    nbgrader process (its start-up, and the checkers' fork server, paid once, not once per assignment):
+    ``(assignment, student) -> outcome``, and the subprocess's output."""
+    outcomes: dict[tuple[str, str], dict[str, Any]] = {}
     output = ""
     work = Path(tempfile.mkdtemp(prefix="course-autograde-"))  # private (0700), outside the course
     try:
-        remaining = list(students)
+        remaining: list[tuple[str, str]] = [(a, s) for a, s in jobs]
         while remaining:
             spec = work / "spec.json"
             results = work / "results.jsonl"
             results.unlink(missing_ok=True)
             spec.write_text(json.dumps({
                 "course_dir": str(Path(course_dir).resolve()),
-                "assignment": assignment,
-                "students": remaining,
+                "jobs": remaining,
                 "config": config or {},
                 "results": str(results),
             }))
@@ -163,8 +176,8 @@ def autograde_students(
             output += process.stdout + process.stderr
             done = [json.loads(line) for line in results.read_text().splitlines()] if results.is_file() else []
             for record in done:
-                outcomes[record.pop("student")] = record
-            remaining = [s for s in remaining if s not in outcomes]
+                outcomes[(record.pop("assignment"), record.pop("student"))] = record
+            remaining = [job for job in remaining if job not in outcomes]
             if remaining and process.returncode == 0:
                 raise NbgraderError(f"nbgrader's API returned without grading {remaining}:\n{output[-3000:]}")
             if remaining:  # the process died while grading remaining[0]
@@ -176,15 +189,20 @@ def autograde_students(
 
 
 def _autograde_main(spec_path: str) -> int:
-    """The subprocess side of :func:`autograde_students`."""
+    """The subprocess side of :func:`autograde_jobs` (a spec of ``jobs``, or of one ``assignment`` and its
+    ``students``)."""
     from nbgrader.apps.api import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
+    from course_grader.grading.checker.process import warm_up
     from course_grader.grading.gradebook import fast_gradebook_creation, nbgrader_config
 
-    fast_gradebook_creation()
     spec = json.loads(Path(spec_path).read_text())
+    if spec["config"].get("Execute", {}).get("enabled", True):
+        warm_up()  # the checkers' fork server imports torch while nbgrader starts
+    fast_gradebook_creation()
+    jobs = spec.get("jobs") or [(spec["assignment"], student) for student in spec["students"]]
     os.chdir(spec["course_dir"])
     sys.path.insert(0, os.getcwd())  # as `nbgrader` does
     config = nbgrader_config(Path.cwd())
@@ -192,9 +210,9 @@ def _autograde_main(spec_path: str) -> int:
     coursedir = CourseDirectory(config=config)
     api = NbGraderAPI(coursedir=coursedir, config=config)
     with open(spec["results"], "a") as results:
-        for student in spec["students"]:
-            outcome = api.autograde(spec["assignment"], student, force=True, create=True)
-            results.write(json.dumps({"student": student, **outcome}) + "\n")
+        for assignment, student in jobs:
+            outcome = api.autograde(assignment, student, force=True, create=True)
+            results.write(json.dumps({"assignment": assignment, "student": student, **outcome}) + "\n")
             results.flush()
     return 0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
 from course_grader.grading.gradebook import AssignmentNotReleased, course_db_url, require_assignment
-from course_grader.grading.runner import autograde_students, run_nbgrader
+from course_grader.grading.runner import autograde_jobs, run_nbgrader
 
 __all__ = [
     "CellScore",
@@ -192,12 +192,29 @@ def autograde(
     """
     from course_grader.grading.submissions import submitted_students
 
-    db_url = db_url or course_db_url(course_dir)
-    require_assignment(db_url, assignment)
     students = submitted_students(course_dir, assignment, students)
-    outcomes, log = autograde_students(course_dir, assignment, students, profile=profile)
-    results = [student_result(s, assignment, outcomes[s], db_url) for s in students]
-    return GradingRun(assignment, results, log)
+    return autograde_many(course_dir, {assignment: students}, profile=profile, db_url=db_url)[assignment]
+
+
+def autograde_many(
+    course_dir: Path,
+    students: Mapping[str, Sequence[str]],
+    *,
+    profile: str = "ci",
+    db_url: str | None = None,
+) -> dict[str, GradingRun]:
+    """:func:`autograde` for several assignments (``assignment -> students``) in one nbgrader process:
+    ``assignment -> GradingRun``. Raises :class:`AssignmentNotReleased` before grading anything when
+    one of them is not in the gradebook."""
+
+    db_url = db_url or course_db_url(course_dir)
+    for assignment in students:
+        require_assignment(db_url, assignment)
+    jobs = [(assignment, student) for assignment, names in students.items() for student in names]
+    outcomes, log = autograde_jobs(course_dir, jobs, profile=profile)
+    return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)], db_url)
+                                                for s in names], log)
+            for assignment, names in students.items()}
 
 
 def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookScore]:

@@ -37,6 +37,15 @@ CHECKER_GRACE = float(os.environ.get("COURSE_CHECKER_GRACE", "30"))
 _COMMAND = [sys.executable, "-m", "course_grader.grading.checker"]
 
 
+# what a forked checker takes from the process that asked for it (the fork server's own environment is
+# that of the first grading task: a Dask worker's server outlives the task that started it)
+_ENVIRONMENT_PREFIXES = ("COURSE_", "NBGRADER_", "CUDA_VISIBLE_DEVICES")
+
+
+def _environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(_ENVIRONMENT_PREFIXES)}
+
+
 def _forking() -> bool:
     return os.environ.get("COURSE_CHECKER_FORK", "").lower() not in {"off", "0", "no"}
 
@@ -58,7 +67,7 @@ class _ForkServer:
         mine, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self.lock:
-                socket.send_fds(self.control, [b"f"], [child.fileno()])
+                socket.send_fds(self.control, [json.dumps(_environment()).encode()], [child.fileno()])
                 reply = self.replies.readline()
         finally:
             child.close()
@@ -191,7 +200,7 @@ def serve_fork_server(control_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(control, 16, 1)
+            message, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
         except OSError:
             return
         if not message:  # the grading process is gone
@@ -204,6 +213,10 @@ def serve_fork_server(control_fd: int) -> None:
             try:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                asked = json.loads(message)
+                for key in [k for k in os.environ if k.startswith(_ENVIRONMENT_PREFIXES) and k not in asked]:
+                    del os.environ[key]
+                os.environ.update({str(k): str(v) for k, v in asked.items()})
                 with socket.socket(fileno=fds[0]) as channel:
                     serve_requests(channel.makefile("r"), channel.makefile("w"))
             except BaseException:  # noqa: BLE001 - the checker's end, whatever it was
