@@ -40,3 +40,11 @@ def test_flash_benchmark_writes_the_memory_table(tmp_path):
          "--backward", "--backward-lengths", "64")
     text = (tmp_path / "flash-cpu.md").read_text()
     assert "| 256 |" in text and "naive / tiled peak" in text and "tiled / SDPA time" in text and "Machine:" in text
+
+
+def test_depth_sweep_benchmark_runs_the_notebooks_sweep_over_seeds(tmp_path):
+    """Notebook 07's own train_counting over seeds: the ranges its prose quotes and the claims its verdicts print."""
+    _run(tmp_path, "bench_depth_sweep.py", "--seeds", "0", "1", "--depths", "1", "4", "--steps", "3")
+    text = (tmp_path / "depth-sweep-cpu.md").read_text()
+    assert "| residual + LayerNorm |" in text and "seeds [0, 1]" in text
+    assert "| residual + LayerNorm learns at every depth | " in text and " of 2 |" in text
