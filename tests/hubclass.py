@@ -169,7 +169,8 @@ c.JupyterHub.load_roles.append({{"name": "admin", "services": ["class-test"]}})
 class Hub:
     """A running JupyterHub on 127.0.0.1 with the course's configuration."""
 
-    def __init__(self, scratch: Path, users: Users, course_env: dict[str, str]) -> None:
+    def __init__(self, scratch: Path, users: Users, course_env: dict[str, str], extra_config: str = "") -> None:
+        """``extra_config``: lines appended to the test's hub config (e.g. another service: tests/test_ngshare_exchange.py)."""
         self.scratch = open_folder(scratch)
         self.users = users
         self.token = secrets.token_hex(16)
@@ -192,7 +193,7 @@ class Hub:
         }
         config = scratch / "jupyterhub_config.py"
         config.write_text(HUB_CONFIG.format(deploy=str(ROOT / "deploy" / "jupyterhub" / "jupyterhub_config.py"),
-                                            settings=json.dumps(settings)))
+                                            settings=json.dumps(settings)) + extra_config)
         env = {**os.environ, **course_env, "COURSE_PROFILE_FOR_STUDENTS": "ci",
                "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         self.log = (scratch / "jupyterhub.log").open("w")
