@@ -401,3 +401,40 @@ def test_strides_cannot_amplify_what_the_kernel_sends():
     for view in (t.t(), t[:, ::2], t[:1].expand(5, 4)):
         same = _roundtrip(view)
         assert torch.equal(same, view) and same.stride() == view.stride()
+
+
+RNG_ANSWER = '''
+def poison(x):
+    import struct
+    raw = bytearray(torch.get_rng_state().numpy().tobytes())
+    struct.pack_into("<QiiQ", raw, 0, 0, 1, 1, 0)  # seeded, one left, then an all-zero Mersenne state:
+    raw[24:] = bytes(len(raw) - 24)                # every draw after it is zero
+    torch.set_rng_state(torch.frombuffer(raw, dtype=torch.uint8).clone())
+    return x
+
+def draw(n):
+    return torch.rand(n)
+
+def noisy_with(x, generator=None):
+    return x + torch.rand(x.shape)  # ignores the generator: draws from the global one
+'''
+
+
+def test_the_kernel_cannot_set_the_tests_random_state(kernel):
+    """Second blind red team: the checker adopted the random state every reply carried, so a crafted
+    state made the tests' own torch.randn return zeros. Now the tests' draws never take the kernel's
+    state, while the kernel's calls still behave as in one process: two calls draw differently, a
+    seeded call repeats, and a call that draws from the global generator is still seen doing so."""
+    test = ("a, b = draw(4), draw(4)\ncheck(not torch.equal(a, b), 'two calls drew the same numbers')\n"
+            "torch.manual_seed(3)\na = draw(4)\ntorch.manual_seed(3)\nb = draw(4)\n"
+            "check(torch.equal(a, b), 'a seeded call did not repeat')\n"
+            "poison(torch.ones(2))\nz = torch.randn(1000)\ncheck(z.abs().sum() > 100, 'the tests drew zeros')\n")
+    run, info = kernel
+    run("import torch\nfrom course_utils.checks import *\n" + RNG_ANSWER)
+    try:
+        result = check_cell(info, test, timeout=60)  # (the kernel itself would draw zeros after poison)
+        assert result.ok, result
+        result = check_cell(info, "check_generator(noisy_with, torch.zeros(3), name='noisy_with')\n", timeout=60)
+        assert not result.ok and "global random generator" in result.evalue, result
+    finally:
+        run("torch.manual_seed(0)")

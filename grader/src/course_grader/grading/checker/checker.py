@@ -25,6 +25,7 @@ To keep a test cell's meaning the same as in one process:
 from __future__ import annotations
 
 import ast
+import contextlib
 import base64
 import builtins
 import importlib
@@ -35,7 +36,7 @@ import re
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -149,8 +150,10 @@ class Checker:
         self.evidence: list[str] = []
         self._seen_evidence: set[str] = set()
         self.withheld: tuple[str, ...] = tuple(withheld)
+        self.kernel_rng: str | None = None  # the kernel's stream (see _rng_for_kernel)
+        self.seeded = self.seeded_at_last_request = 0  # how often the tests have seeded torch
         first = self.link.exchange({"op": Op.LOOKUP, "names": []})
-        self._sync_rng(first)
+        self._note_kernel_rng(first)
         self.kernel_dtype = None
 
     # values
@@ -285,16 +288,31 @@ class Checker:
         return writes
 
     # requests
-    def _sync_rng(self, reply: dict) -> None:
+    # Random state: two streams. The checker's own draws (the tests' inputs) never take a state the
+    # kernel reports: a crafted Mersenne state (all zeros) would make every later torch.randn of the
+    # tests zero (second blind red team). The kernel's calls continue the kernel's stream (two calls of
+    # a dropout differ, as in one process), except after the tests seed (torch.manual_seed,
+    # set_rng_state): the next call then starts from the tests' state (seeded runs repeat). A call that
+    # drew from the kernel's global generator advances the tests' stream by one draw of its own, so that
+    # check_generator still sees the global state move.
+    def _note_kernel_rng(self, reply: dict, sent: str | None = None) -> None:
         state = reply.get("rng")
-        if isinstance(state, str):
-            raw = base64.b64decode(state)
-            if len(raw) == torch.get_rng_state().numel():
-                torch.set_rng_state(torch.frombuffer(bytearray(raw), dtype=torch.uint8).clone())
+        if isinstance(state, str) and len(state) < 20_000:
+            if sent is not None and state != sent:
+                with torch._C.DisableTorchFunction():
+                    torch.randint(2, (1,), device="cpu")
+            self.kernel_rng = state
+
+    def _rng_for_kernel(self) -> str:
+        if self.kernel_rng is None or self.seeded != self.seeded_at_last_request:
+            self.seeded_at_last_request = self.seeded
+            return base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii")
+        return self.kernel_rng
 
     def raw_request(self, op: Op, **fields: Any) -> dict:
+        sent = self._rng_for_kernel()
         context = {
-            "rng": base64.b64encode(torch.get_rng_state().numpy().tobytes()).decode("ascii"),
+            "rng": sent,
             "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
             "grad": torch.is_grad_enabled(),
             "device": str(torch.get_default_device()),
@@ -302,7 +320,7 @@ class Checker:
         reply = self.link.exchange({"op": op, "context": context, "writes": self._local_writes(), **fields})
         while "callback" in reply or "callback_backward" in reply:  # the kernel calls one of our functions
             reply = self.link.exchange(self._run_callback(reply))
-        self._sync_rng(reply)
+        self._note_kernel_rng(reply, sent)
         for item in (reply.get("evidence") or [])[:MAX_EVIDENCE] if isinstance(reply.get("evidence"), list) else []:
             text = str(item)[:300]
             if len(self.evidence) < MAX_EVIDENCE and text not in self._seen_evidence:
@@ -579,6 +597,26 @@ def _names_used(tree: ast.AST) -> list[str]:
     return sorted(names - set(dir(builtins)))
 
 
+@contextlib.contextmanager
+def _seeding_counted(checker: Checker) -> Iterator[None]:
+    """While a test cell runs: each torch.manual_seed / set_rng_state of the tests counted on ``checker``."""
+    originals = {name: getattr(torch, name) for name in ("manual_seed", "set_rng_state", "seed")}
+
+    def counted(original: Callable[..., Any]) -> Callable[..., Any]:
+        def seeding(*args: Any, **kwargs: Any) -> Any:
+            checker.seeded += 1
+            return original(*args, **kwargs)
+        return seeding
+
+    for name, original in originals.items():
+        setattr(torch, name, counted(original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(torch, name, original)
+
+
 def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0,
                withheld: Sequence[str] = ()) -> CheckResult:
     """Run a test cell's whole code (visible and hidden tests) here, against the kernel.
@@ -608,7 +646,8 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
             if isinstance(found, dict):
                 namespace.update({k: v for k, v in found.items() if isinstance(k, str) and k in wanted})
         namespace["__course_remote_substitute__"] = checker.substitute
-        exec(compile(tree, "<test cell>", "exec"), namespace)  # noqa: S102 - the course's own tests
+        with _seeding_counted(checker):
+            exec(compile(tree, "<test cell>", "exec"), namespace)  # noqa: S102 - the course's own tests
         return CheckResult(True, evidence=list(checker.evidence))
     except CheckerError as error:
         return CheckResult(False, "GradingError", str(error), list(checker.evidence) if checker else [],
