@@ -76,6 +76,9 @@ def test_scratch_course_config_keeps_its_own_gradebook(tmp_path, monkeypatch):
 def test_assignment_definition_copied_through_the_gradebook_api(tmp_path):
     from nbgrader.api import Gradebook
 
+    from course_grader.grading.gradebook import fast_gradebook_creation
+
+    fast_gradebook_creation()  # as grading does (alone, without .venv/bin on PATH, nbgrader's `alembic` is not found)
     source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     with Gradebook(source) as gb:
         gb.add_assignment("hw")
