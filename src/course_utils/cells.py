@@ -13,6 +13,7 @@ __all__ = [
     "nbgrader_meta",
     "answer_cells",
     "grading_cells",
+    "is_test_cell",
     "strip_solution_markers",
     "solution_code",
     "fill_answers",
@@ -46,12 +47,15 @@ def answer_cells(nb: NotebookNode) -> Iterator[NotebookNode]:
             yield cell
 
 
+def is_test_cell(cell: NotebookNode) -> bool:
+    """Whether ``cell`` is an autograded test cell (a code cell with ``grade`` and no ``solution``)."""
+    meta = nbgrader_meta(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
 def grading_cells(nb: NotebookNode) -> Iterator[NotebookNode]:
     """Autograded test cells (code cells with ``grade`` and points)."""
-    for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            yield cell
+    return (cell for cell in nb.cells if is_test_cell(cell))
 
 
 def strip_solution_markers(source: str) -> str:

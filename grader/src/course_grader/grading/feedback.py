@@ -28,7 +28,7 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, Int, Unicode
 
-from course_utils.cells import HIDDEN_BEGIN, hidden_block_lines, hidden_flags
+from course_utils.cells import HIDDEN_BEGIN, hidden_block_lines, hidden_flags, is_test_cell
 
 __all__ = ["HideHiddenTests", "hide_hidden_tests", "hidden_lines", "redact", "REDACTED"]
 
@@ -98,11 +98,6 @@ def _course_hidden_lines(source_dir: str, stamp: float) -> frozenset[str]:
 _HIDDEN_MARK = HIDDEN_BEGIN
 
 
-def _is_test_cell(cell) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -118,7 +113,7 @@ class HideHiddenTests(Preprocessor):
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
-        sources = [c.source for c in nb.cells if _is_test_cell(c)]
+        sources = [c.source for c in nb.cells if is_test_cell(c)]
         lines = hidden_lines(sources)
         folder = Path(self.source_directory)
         if folder.is_dir():
@@ -143,7 +138,7 @@ class HideHiddenTests(Preprocessor):
             if cell.get("cell_type") != "code":
                 continue
             graded = bool(cell.get("metadata", {}).get("nbgrader"))
-            if _is_test_cell(cell):
+            if is_test_cell(cell):
                 hidden_seen = hidden_seen or _HIDDEN_MARK in cell.source
                 continue
             if not graded and (known is None or cell.source.strip() not in known):
@@ -156,7 +151,7 @@ class HideHiddenTests(Preprocessor):
         pattern = getattr(self, "_pattern", None)
         if cell.get("cell_type") != "code":
             return cell, resources
-        if _is_test_cell(cell):
+        if is_test_cell(cell):
             cell.source = hide_hidden_tests(cell.source)
             kept = []
             for output in cell.get("outputs", []):

@@ -21,6 +21,7 @@ from nbclient.util import run_sync
 from nbgrader.preprocessors import Execute
 
 from course_grader.grading.checker import checker_enabled
+from course_utils.cells import grading_cells, is_test_cell
 from course_grader.grading.runner import PIPELINE_ENV
 from course_grader.sandbox.bubblewrap import (
     GiB,
@@ -76,7 +77,7 @@ class SandboxedExecute(Execute):
         iopub = (self.raise_on_iopub_timeout, self.iopub_timeout)  # a stopped kernel changes them: this notebook only
         try:
             assignment = self._sandbox_resources.get("nbgrader", {}).get("assignment")
-            if checker_enabled(assignment) and any(_is_test_cell(cell) for cell in nb.cells):
+            if checker_enabled(assignment) and next(grading_cells(nb), None) is not None:
                 from course_grader.grading.checker import CheckerProcess
 
                 self._checker = CheckerProcess()  # starts (or forks) while the kernel starts, not at the first test
@@ -134,7 +135,7 @@ class SandboxedExecute(Execute):
         """
         self._executing = cell_index
         assignment = getattr(self, "_sandbox_resources", {}).get("nbgrader", {}).get("assignment")
-        test_cell = _is_test_cell(cell)
+        test_cell = is_test_cell(cell)
         from course_grader.grading.checker import CheckResult, grade_test_cell
 
         stopped = getattr(self, "_kernel_stopped", None)
@@ -303,11 +304,6 @@ def record_check(cell: Any, result: Any, show: bool = True) -> None:
 
 def _error_output(ename: str, evalue: str) -> Any:
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
-def _is_test_cell(cell: Any) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 class _GradedKernel:
