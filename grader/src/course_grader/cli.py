@@ -21,6 +21,8 @@ HELP = """\
 for instructors:
     course demo                 the main job: release, execute (ci profile), grade a demo class
     course release [A ...]      regenerate notebooks/ from solutions/
+    course release A --variants [--students S ...] [--reroll S ...]
+                                also each student's own variant (variants/<student>/A/)
     course execute [A ...]      run the solution notebooks, save executed copies
     course grade [A ...]        autograde collected submissions (submitted/<student>/<A>/)
     course feedback [A ...]     HTML feedback for graded submissions
@@ -59,11 +61,34 @@ def cmd_release(args: argparse.Namespace) -> int:
     from course_utils.cells import HiddenMarkerError
 
     root = find_root()
+    names = _names(root, args.assignments)
     try:
-        generate_release(root, _names(root, args.assignments))
+        generate_release(root, names)
     except HiddenMarkerError as error:
         raise SystemExit(f"course release: {error}") from None
+    if args.variants or args.reroll:
+        from course_grader.authoring.release import release_variants
+        from course_utils.variants import SPECS
+
+        students = list(args.students or _gradebook_students(root)) + [s for s in args.reroll if s not in (args.students or [])]
+        if not students:
+            raise SystemExit("course release --variants: no students (name them with --students, or add them to the gradebook)")
+        for name in names:
+            if name not in SPECS:
+                print(f"[variant] {name}: no variant parameters; every student gets notebooks/{name}", flush=True)
+                continue
+            release_variants(root, name, students, reroll=args.reroll, by=args.by)
     return 0
+
+
+def _gradebook_students(root: Path) -> list[str]:
+    from nbgrader.api import Gradebook
+
+    from course_grader.grading.gradebook import course_db_url, fast_gradebook_creation
+
+    fast_gradebook_creation()
+    with Gradebook(course_db_url(root)) as gradebook:
+        return sorted(s.id for s in gradebook.students)
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
@@ -367,7 +392,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     add("doctor", cmd_doctor, "what grading needs (python, torch, kernel, sandbox, nbgrader, extras, GPU, gradebook) "
         "and what this machine has: ok, or the command that fixes it; exits 1 if grading lacks something", False)
-    add("release", cmd_release, "regenerate notebooks/ (the student release) from solutions/")
+    release = add("release", cmd_release, "regenerate notebooks/ (the student release) from solutions/")
+    release.add_argument("--variants", action="store_true",
+                         help="also a variant per student: variants/<student>/<assignment>/, its seed stored in the gradebook")
+    release.add_argument("--students", nargs="+", metavar="STUDENT", help="with --variants: these students (default: the gradebook's)")
+    release.add_argument("--reroll", nargs="+", default=[], metavar="STUDENT",
+                         help="give these students a new variant (a new seed, recorded with who and when)")
+    release.add_argument("--by", help="who made or re-rolled the variants (default: the login name)")
     execute = add("execute", cmd_execute, "execute the solution notebooks, saving executed copies in build/executed/<profile>/")
     execute.add_argument("--profile", choices=("ci", "cpu", "gpu"), help="default: COURSE_PROFILE, else by device")
     execute.add_argument("--timeout", type=int, help=TIMEOUT_HELP)

@@ -129,7 +129,8 @@ def require_assignment(db_url: str, assignment: str) -> None:
 def copy_assignment_definition(source_url: str, target_url: str, assignment: str) -> None:
     """Copy one assignment's definition (notebooks; grade, solution, source and task cells)
     from the gradebook at ``source_url`` into the one at ``target_url``, through nbgrader's
-    Gradebook API. No student, submission or grade is copied."""
+    Gradebook API, and its students' variant seeds (:mod:`course_grader.grading.variants`). No
+    submission or grade is copied."""
     from nbgrader.api import Gradebook
 
     fast_gradebook_creation()
@@ -158,3 +159,6 @@ def copy_assignment_definition(source_url: str, target_url: str, assignment: str
                 target.update_or_create_source_cell(cell.pop("name"), name, assignment, **cell)
             for cell in task_cells:
                 target.update_or_create_task_cell(cell.pop("name"), name, assignment, **cell)
+    from course_grader.grading.variants import copy_variants
+
+    copy_variants(source_url, target_url, assignment)  # each student's variant seed: the worker's checker needs it

@@ -76,11 +76,16 @@ class SandboxedExecute(Execute):
                 delattr(self, stale)
         iopub = (self.raise_on_iopub_timeout, self.iopub_timeout)  # a stopped kernel changes them: this notebook only
         try:
-            assignment = self._sandbox_resources.get("nbgrader", {}).get("assignment")
+            graded = self._sandbox_resources.get("nbgrader", {})
+            assignment = graded.get("assignment")
+            self._checker_env: dict[str, str] = {}
             if checker_enabled(assignment) and next(grading_cells(nb), None) is not None:
                 from course_grader.grading.checker import CheckerProcess
+                from course_grader.grading.variants import checker_environment
 
-                self._checker = CheckerProcess()  # starts (or forks) while the kernel starts, not at the first test
+                # the student's variant seed, from the gradebook: the checker's alone (never the kernel's)
+                self._checker_env = checker_environment(graded.get("db_url"), graded.get("student"), assignment)
+                self._checker = CheckerProcess(self._checker_env)  # starts (or forks) while the kernel starts, not at the first test
             nb, resources = self._preprocess(nb, resources, km)
             nb.metadata[PIPELINE_MARK] = {"pipeline": os.environ.get(PIPELINE_ENV) == "1"}
             return nb, resources
@@ -149,7 +154,7 @@ class SandboxedExecute(Execute):
         if getattr(self, "_checker", None) is None:
             from course_grader.grading.checker import CheckerProcess
 
-            self._checker = CheckerProcess()
+            self._checker = CheckerProcess(getattr(self, "_checker_env", None))
         result = await asyncio.to_thread(grade_test_cell, _GradedKernel(self, asyncio.get_running_loop(), cell, cell_index,
                                                                         execution_count, store_history), cell.source)
         record_check(cell, result)

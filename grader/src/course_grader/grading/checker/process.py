@@ -63,11 +63,11 @@ class _ForkServer:
         self.replies = ours.makefile("rb")
         self.lock = threading.Lock()
 
-    def fork(self) -> tuple[int, socket.socket]:
+    def fork(self, extra: dict[str, str] | None = None) -> tuple[int, socket.socket]:
         mine, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             with self.lock:
-                socket.send_fds(self.control, [json.dumps(_environment()).encode()], [child.fileno()])
+                socket.send_fds(self.control, [json.dumps({**_environment(), **(extra or {})}).encode()], [child.fileno()])
                 reply = self.replies.readline()
         finally:
             child.close()
@@ -104,7 +104,9 @@ def warm_up() -> None:
 class CheckerProcess:
     """One graded notebook's checker: each test cell a request, each verdict a reply (JSON lines)."""
 
-    def __init__(self) -> None:
+    def __init__(self, environment: dict[str, str] | None = None) -> None:
+        # this notebook's own variables for the checker (COURSE_* only: the variant seed), never the kernel's
+        self.environment = {k: v for k, v in (environment or {}).items() if k.startswith("COURSE_")}
         self._start()
 
     def _start(self) -> None:
@@ -114,12 +116,13 @@ class CheckerProcess:
         server = _fork_server()
         if server is not None:
             try:
-                self.pid, self.socket = server.fork()
+                self.pid, self.socket = server.fork(self.environment)
                 self.reader: IO[str] = self.socket.makefile("r")
                 return
             except OSError:
                 pass
-        self.process = subprocess.Popen(_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.process = subprocess.Popen(_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                        env={**os.environ, **self.environment})
         assert self.process.stdout is not None
         self.reader = self.process.stdout
 

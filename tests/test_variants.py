@@ -1,0 +1,273 @@
+"""A variant per student (issue 37, part 2): ``course_utils.variants`` (the draws) and
+``course_grader.grading.variants`` (seeds in the gradebook, the checker's environment).
+
+Proofs at the function level, no kernel: the solution notebook's code cells run once in this
+process, then each variant exercise's test cell runs as the checker would run it (the seed in
+``COURSE_VARIANT_SEED``) or as the kernel would (the release's visible parameters, no seed).
+One end-to-end test releases, submits and grades a small class through nbgrader and the checker.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import torch
+
+from course_utils import variants
+from course_utils.checks import CheckFailed
+from course_utils.variants import ENV_SEED, SPECS, draw, parameters, student_seed
+
+ROOT = Path(__file__).resolve().parents[1]
+A = "03_self_attention"
+TESTS = {"scaled_scores": "test_scaled_scores", "attention": "test_attention",
+         "self_attention_module": "test_self_attention_module"}
+SECRET = b"a course secret for the tests"
+HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+
+def seed_of(i: int, assignment: str = A) -> str:
+    return student_seed(SECRET, f"student{i:03d}", assignment)
+
+
+# ----------------------------------------------------------------------------- the draws
+
+
+def test_seed_is_an_hmac_of_student_assignment_and_reroll():
+    import hashlib
+    import hmac
+
+    assert student_seed(b"k", "ada", A) == hmac.new(b"k", json.dumps(["ada", A, 0]).encode(), hashlib.sha256).hexdigest()
+    seeds = {student_seed(b"k", "ada", A), student_seed(b"k", "ada", A, 1), student_seed(b"k", "bob", A),
+             student_seed(b"k", "ada", "05_masking"), student_seed(b"other", "ada", A)}
+    assert len(seeds) == 5
+    # "a|b" + "c" and "a" + "b|c" cannot meet: the message is a JSON list
+    assert student_seed(b"k", "a|b", "c") != student_seed(b"k", "a", "b|c")
+
+
+def test_no_variant_gives_the_course_as_it_was_written(monkeypatch):
+    monkeypatch.delenv(ENV_SEED, raising=False)
+    monkeypatch.setattr(variants, "_RELEASED", {})
+    assert vars(draw(A, "scaled_scores", "visible")) == {"seed": 1, "T_q": 4, "T_k": 6, "d": 8}
+    assert vars(draw(A, "scaled_scores", "hidden")) == {"seed": 2, "B": 2, "heads": 3, "T_q": 5, "T_k": 7, "d": 16}
+    assert vars(draw(A, "self_attention_module", "hidden")) == {"d_model": 8, "d_head": 8, "d_small": 4, "B": 3, "T": 7}
+    monkeypatch.setenv(ENV_SEED, "")  # the checker of a student without a variant
+    assert vars(draw(A, "attention", "hidden")) == {"B": 2, "heads": 4, "T_q": 6, "T_k": 6, "d": 16, "d_v": 16}
+
+
+def test_the_checker_draws_from_its_seed_the_kernel_from_its_release(monkeypatch):
+    seed = seed_of(1)
+    monkeypatch.setattr(variants, "_RELEASED", {})
+    monkeypatch.delenv(ENV_SEED, raising=False)
+    variants.use(A, variants.visible_parameters(seed, A))
+    kernel_visible = vars(draw(A, "scaled_scores", "visible"))
+    kernel_hidden = vars(draw(A, "scaled_scores", "hidden"))
+    monkeypatch.setenv(ENV_SEED, seed)
+    assert kernel_visible == vars(draw(A, "scaled_scores", "visible")) == parameters(seed, A, "scaled_scores", "visible")
+    assert vars(draw(A, "scaled_scores", "hidden")) == parameters(seed, A, "scaled_scores", "hidden")
+    assert kernel_hidden == parameters(None, A, "scaled_scores", "hidden")  # the kernel never has the hidden draw
+    with pytest.raises(ValueError):
+        parameters(seed, A, "scaled_scores", "secret")
+
+
+# Pinned: the draws of one seed, whatever the process or Python version (hashlib and hmac only).
+PINNED_SEED = student_seed(b"pinned", "ada", A)
+PINNED = {
+    "scaled_scores/visible": {"seed": 680884485, "T_q": 9, "T_k": 4, "d": 4},
+    "scaled_scores/hidden": {"seed": 479421913, "B": 2, "heads": 2, "T_q": 9, "T_k": 8, "d": 9},
+}
+
+
+def _draws(seed: str) -> dict[str, Any]:
+    return {f"{exercise}/{domain}": parameters(seed, assignment, exercise, domain)
+            for assignment, exercises in SPECS.items() for exercise, domains in exercises.items() for domain in domains}
+
+
+def test_parameters_identical_across_processes_and_pinned():
+    seeds = [seed_of(i) for i in range(20)] + [PINNED_SEED]
+    code = ("import json, sys\nfrom test_variants import _draws\n"
+            "print(json.dumps([_draws(s) for s in json.loads(sys.argv[1])]))")
+    env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(Path(__file__).parent))
+    other = subprocess.run([sys.executable, "-c", code, json.dumps(seeds)], capture_output=True, text=True, env=env,
+                           check=True, cwd=ROOT)
+    assert json.loads(other.stdout) == json.loads(json.dumps([_draws(s) for s in seeds]))
+    assert {k: _draws(PINNED_SEED)[k] for k in PINNED} == PINNED
+
+
+def test_visible_and_hidden_draws_are_separate_hmacs():
+    """The same seed's visible and hidden parameters come from different keys: equal choices do
+    not give equal draws (the torch seeds of the two domains never coincide over 100 students)."""
+    for i in range(100):
+        seed = seed_of(i)
+        assert parameters(seed, A, "scaled_scores", "visible")["seed"] != parameters(seed, A, "scaled_scores", "hidden")["seed"]
+
+
+@pytest.mark.parametrize("exercise", sorted(SPECS[A]))
+def test_at_least_20_distinct_variants_per_exercise_over_100_students(exercise):
+    for domain, spec in SPECS[A][exercise].items():
+        if not spec:
+            continue
+        shapes = {tuple((k, v) for k, v in parameters(seed_of(i), A, exercise, domain).items() if k != "seed")
+                  for i in range(100)}
+        whole = {tuple(parameters(seed_of(i), A, exercise, domain).items()) for i in range(100)}
+        assert len(whole) >= 20 and (len(shapes) >= 20 or set(spec) == {"seed"}), (exercise, domain, len(shapes))
+
+
+# ----------------------------------------------------------------------------- the model answer, per seed
+
+
+@pytest.fixture(scope="module")
+def notebook() -> dict[str, Any]:
+    """The 03 solution's setup and answer cells run in this process: its namespace, and the test cells."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_utils.cells import read
+
+    nb = read(ROOT / "solutions" / A / f"{A}.ipynb")
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    tests = {}
+    saved = os.environ.pop(ENV_SEED, None)
+    try:
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.cell_type != "code":
+                continue
+            if grade_id and grade_id.startswith("test_"):
+                tests[grade_id] = cell.source
+            elif grade_id or ("plt." not in cell.source and "choose(" not in cell.source):
+                exec(compile(cell.source, f"<{grade_id or 'cell'}>", "exec"), namespace)  # noqa: S102 - our notebook
+    finally:
+        if saved is not None:
+            os.environ[ENV_SEED] = saved
+    return {"namespace": namespace, "tests": tests}
+
+
+def _parts(source: str) -> tuple[str, str]:
+    visible, rest = source.split(HIDDEN[0])
+    hidden, after = rest.split(HIDDEN[1])
+    return visible, hidden + after
+
+
+def _run(source: str, namespace: dict[str, Any]) -> None:
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(source, "<test cell>", "exec"), namespace)  # noqa: S102 - the course's own tests
+
+
+def _as_checker(seed: str | None, source: str, namespace: dict[str, Any]) -> None:
+    os.environ[ENV_SEED] = seed or ""
+    try:
+        _run(source, namespace)
+    finally:
+        os.environ.pop(ENV_SEED, None)
+
+
+def test_model_answer_passes_200_variants(notebook, monkeypatch):
+    """Each of 200 students' variants: the visible part as their kernel runs it (their release's
+    parameters, no seed) and the whole cell as the checker runs it (the seed) pass the model answer."""
+    monkeypatch.delenv(ENV_SEED, raising=False)
+    monkeypatch.setattr(variants, "_RELEASED", {})
+    for i in range(200):
+        seed = seed_of(i)
+        variants.use(A, variants.visible_parameters(seed, A))
+        for grade_id in TESTS.values():
+            source = notebook["tests"][grade_id]
+            _run(_parts(source)[0], dict(notebook["namespace"]))
+            _as_checker(seed, source, dict(notebook["namespace"]))
+
+
+class Replay:
+    """A hard-coded answer: on the hidden tests' i-th call it returns the value student A's i-th call
+    returned, whatever the inputs (through the real answer's graph where the shapes agree, so that
+    A's own gradients and dtypes still hold: the copy passes A's tests)."""
+
+    def __init__(self) -> None:
+        self.recorded: list[Any] = []
+        self.mode = "real"  # "record": keep each result; "replay": return the recorded ones
+        self.calls = 0
+
+    def __call__(self, real: Any) -> Any:
+        index, self.calls = self.calls, self.calls + 1
+        if self.mode == "record":
+            self.recorded.append(torch.utils._pytree.tree_map(lambda t: t.detach().clone() if torch.is_tensor(t) else t, real))
+        elif self.mode == "replay" and index < len(self.recorded):
+            def swap(new: Any, old: Any) -> Any:
+                if torch.is_tensor(new) and torch.is_tensor(old):
+                    if new.shape == old.shape:
+                        return old.to(new) + (new - new.detach())
+                    return old.to(new)  # A's output, whatever B's shapes: a copy does not compute
+                return new
+            return torch.utils._pytree.tree_map(swap, real, self.recorded[index])
+        return real
+
+
+def _hard_coded(exercise: str, namespace: dict[str, Any], replay: Replay) -> dict[str, Any]:
+    """The namespace with ``exercise``'s answer wrapped by ``replay``."""
+    namespace = dict(namespace)
+    if exercise == "self_attention_module":
+        base = namespace["SelfAttention"]
+
+        class SelfAttention(base):  # type: ignore[misc, valid-type]
+            def forward(self, x: torch.Tensor) -> Any:
+                return replay(super().forward(x))
+
+        SelfAttention.__module__ = "__main__"
+        namespace["SelfAttention"] = SelfAttention
+    else:
+        real: Callable[..., Any] = namespace[exercise]
+        code = compile("def {0}(*args, **kwargs):\n    return replay(real(*args, **kwargs))\n".format(exercise), "<answer>", "exec")
+        scope = {"replay": replay, "real": real, "__name__": "__main__"}
+        exec(code, scope)  # noqa: S102 - defined "in the notebook", as a student's would be
+        namespace[exercise] = scope[exercise]
+    return namespace
+
+
+def _passes(seed: str, source: str, namespace: dict[str, Any], replay: Replay, mode: str) -> bool:
+    visible, hidden = _parts(source)
+    os.environ[ENV_SEED] = seed
+    try:
+        replay.mode, replay.calls = "real", 0
+        _run(visible, namespace)
+        replay.mode, replay.calls = mode, 0
+        _run(hidden, namespace)
+        return True
+    except (CheckFailed, AssertionError, RuntimeError, ValueError, TypeError, IndexError):
+        return False
+    finally:
+        os.environ.pop(ENV_SEED, None)
+        replay.mode = "real"
+
+
+@pytest.mark.parametrize("exercise", sorted(TESTS))
+def test_output_hard_coded_from_student_a_fails_student_b(notebook, exercise):
+    """A's hidden outputs, replayed (values only: shapes, dtypes and gradients are the real answer's),
+    pass A's own hidden tests and fail B's for >= 95 % of 100 random pairs."""
+    source = notebook["tests"][TESTS[exercise]]
+    pairs = random.Random(37).sample([(a, b) for a in range(40) for b in range(40) if a != b], 100)
+    failed = 0
+    for a, b in pairs:
+        replay = Replay()
+        namespace = _hard_coded(exercise, notebook["namespace"], replay)
+        assert _passes(seed_of(a), source, dict(namespace), replay, "record")
+        assert _passes(seed_of(a), source, dict(namespace), replay, "replay"), "the copy passes its own variant"
+        failed += not _passes(seed_of(b), source, dict(namespace), replay, "replay")
+    assert failed >= 95, f"{exercise}: A's hard-coded outputs failed B's hidden tests in only {failed} of 100 pairs"
+
+
+def test_without_variants_a_hard_coded_output_passes(notebook):
+    """The threat is real: without variants every student has the same hidden inputs, and the copy passes."""
+    source = notebook["tests"]["test_scaled_scores"]
+    replay = Replay()
+    namespace = _hard_coded("scaled_scores", notebook["namespace"], replay)
+    assert _passes("", source, dict(namespace), replay, "record")
+    assert _passes("", source, dict(namespace), replay, "replay")
