@@ -271,3 +271,102 @@ def test_without_variants_a_hard_coded_output_passes(notebook):
     namespace = _hard_coded("scaled_scores", notebook["namespace"], replay)
     assert _passes("", source, dict(namespace), replay, "record")
     assert _passes("", source, dict(namespace), replay, "replay")
+
+
+# ----------------------------------------------------------------------------- release, gradebook, grading
+
+
+def _small_course(course: Path) -> Path:
+    """03 cut down to its setup, "The big dog" and Exercise 1 (scaled_scores and its test), released."""
+    import nbformat
+
+    from course_grader.authoring.release import generate_release, prepare_scratch_course
+
+    prepare_scratch_course(ROOT, course, [A])
+    path = course / "solutions" / A / f"{A}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    keep = ("device = start(", "X = torch.tensor(", "def scaled_scores(", "got = scaled_scores(X, X)")
+    nb.cells = [c for c in nb.cells if c.cell_type == "code" and any(k in c.source for k in keep)]
+    nbformat.write(nb, path)
+    generate_release(course, [A], verbose=False)
+    return course
+
+
+def test_variant_release_carries_visible_parameters_only_and_the_gradebook_keeps_the_seeds(tmp_path, monkeypatch):
+    from course_grader.authoring.release import release_variants
+    from course_grader.grading.gradebook import copy_assignment_definition, course_db_url
+    from course_grader.grading.variants import SECRET_FILE, course_secret, variant_history, variant_seed
+
+    monkeypatch.delenv("COURSE_VARIANT_SECRET", raising=False)
+    course = _small_course(tmp_path / "course")
+    folders = release_variants(course, A, ["ada", "bob"], by="instructor", verbose=False)
+    assert (course / SECRET_FILE).stat().st_mode & 0o777 == 0o600
+    db_url = course_db_url(course)
+    secret = course_secret(course)
+    assert secret is not None
+    for student, folder in folders.items():
+        seed = variant_seed(db_url, student, A)
+        assert seed == student_seed(secret, student, A, 0)
+        text = (folder / f"{A}.ipynb").read_text()
+        assert seed not in text
+        for exercise in SPECS[A]:
+            hidden = parameters(seed, A, exercise, "hidden")
+            assert not ("seed" in hidden and str(hidden["seed"]) in text), "a hidden parameter reached the release"
+        nb = json.loads(text)
+        assert nb["metadata"]["course_variant"]["visible"] == variants.visible_parameters(seed, A)
+        assert "variants.use(" in "".join(nb["cells"][1]["source"])
+    # a re-roll: a new seed, recorded with who and when; the old one kept
+    before = variant_seed(db_url, "bob", A)
+    release_variants(course, A, ["ada"], reroll=["bob"], by="ta-carol", verbose=False)
+    history = variant_history(db_url, "bob", A)
+    assert [h["reroll"] for h in history] == [0, 1] and history[0]["seed"] == before
+    assert history[1]["made_by"] == "ta-carol" and history[1]["made_at"] and history[1]["seed"] != before
+    assert variant_seed(db_url, "bob", A) == student_seed(secret, "bob", A, 1)
+    assert variant_seed(db_url, "nobody", A) is None
+    # a worker's copy of the gradebook (parallel, Dask) has the same seeds
+    copy = f"sqlite:///{tmp_path / 'copy.db'}"
+    copy_assignment_definition(db_url, copy, A)
+    assert variant_seed(copy, "bob", A) == variant_seed(db_url, "bob", A)
+
+
+HARD_CODED = '''def scaled_scores(Q: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+    if Q.dim() == 4:  # the hidden tests' d, copied from {who}'s graded notebook
+        return Q @ K.transpose(-2, -1) / {root}
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+'''
+
+
+@pytest.mark.slow
+def test_release_with_variants_then_grade_two_students(tmp_path, monkeypatch):
+    """End to end, through nbgrader, the sandbox (where there is one) and the checker, one grading run:
+    each student submits their own release with scaled_scores dividing 4-d scores by a number copied
+    from ada's graded notebook (her hidden d). It scores 2/2 for ada and 0/2 for bob, whose hidden d
+    differs; cleo has no variant and is graded on the defaults, where the copy (d = 16) passes."""
+    import nbformat
+
+    from course_grader.authoring.release import release_variants
+    from course_grader.grading.scores import autograde, read_scores
+    from course_grader.sandbox.bubblewrap import sandbox_problem
+    from course_utils.cells import fill_answers, read
+
+    if sandbox_problem() is not None:
+        monkeypatch.setenv("COURSE_SANDBOX", "off")
+    monkeypatch.setenv("COURSE_VARIANT_SECRET", "e2e")
+    course = _small_course(tmp_path / "course")
+    students = [f"s{i}" for i in range(12)]
+    d = {s: parameters(student_seed(b"e2e", s, A), A, "scaled_scores", "hidden")["d"] for s in students}
+    ada = next(s for s in students if d[s] != 16)
+    bob = next(s for s in students if d[s] not in (16, d[ada]))
+    folders = release_variants(course, A, [ada, bob], verbose=False)
+    releases = {ada: folders[ada], bob: folders[bob], "cleo": course / "notebooks" / A}
+    copied = HARD_CODED.format(who="ada", root=math.sqrt(d[ada]))
+    default = HARD_CODED.format(who="a classmate", root=4.0)
+    for student, folder in releases.items():
+        target = course / "submitted" / student / A
+        target.mkdir(parents=True)
+        code = default if student == "cleo" else copied
+        nbformat.write(fill_answers(read(folder / f"{A}.ipynb"), {"scaled_scores": code}), str(target / f"{A}.ipynb"))
+    run = autograde(course, A, sorted(releases))
+    assert {r.student: r.status for r in run.results} == dict.fromkeys(releases, "graded"), run.results
+    scores = {r.student: r.cells["test_scaled_scores"].score for r in read_scores(course)}
+    assert scores == {ada: 2.0, bob: 0.0, "cleo": 2.0}

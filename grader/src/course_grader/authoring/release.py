@@ -130,7 +130,7 @@ def release_variants(course_dir: Path, assignment: str, students: Sequence[str],
             first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), -1)
             cell = nbformat.v4.new_code_cell(variant_cell_source(assignment, visible))
             cell.metadata["tags"] = ["course-variant"]
-            cell.pop("id", None)
+            cell["id"] = "course-variant"
             nb.cells.insert(first + 1, cell)
             nb.metadata["course_variant"] = {"student": student, "assignment": assignment, "visible": visible}
             nbformat.write(nb, path)
