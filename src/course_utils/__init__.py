@@ -51,6 +51,8 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.benchmark` -- peak tensor memory and timing for the cost sections.
 - :mod:`course_utils.diagrams` -- schematics drawn at run time: the RNN bottleneck against attention,
   post-LN and pre-LN, the encoder-decoder, the KV cache, GQA and RoPE's pairings, MoE routing.
+- :mod:`course_utils.variants` -- a variant per student: an exercise's shapes and seeds, drawn by
+  name from a secret seed (visible and hidden draws apart); the course's own values without one.
 - :mod:`course_utils.fallback` -- the course's version of an unfinished exercise, called only while
   the student's raises NotImplementedError, so that later cells of a notebook still run.
 

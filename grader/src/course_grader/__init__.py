@@ -24,7 +24,8 @@ By verb:
   cell's points: the checker's verdict alone), :mod:`~.grading.scan` (flags),
   :mod:`~.grading.similarity`, :mod:`~.grading.review` (held until decided),
   :mod:`~.grading.manual_view` (written answers beside the student's own run),
-  :mod:`~.grading.feedback`, :mod:`~.grading.lms` (grades into Canvas, Moodle, LTI AGS);
+  :mod:`~.grading.feedback`, :mod:`~.grading.lms` (grades into Canvas, Moodle, LTI AGS),
+  :mod:`~.grading.variants` (each student's variant seed, in the gradebook, for the checker alone);
 - :mod:`.sandbox`: :mod:`~.sandbox.bubblewrap` (the kernel's jail), :mod:`~.sandbox.execute`
   (nbgrader's execute step in it), :mod:`~.sandbox.cgroup` (limits per notebook),
   :mod:`~.sandbox.withheld` (the graded notebook's own answers withheld from its kernel);
