@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import os
 from types import SimpleNamespace
@@ -54,6 +55,22 @@ SPECS: dict[str, dict[str, dict[str, dict[str, tuple[Any, Sequence[Any]]]]]] = {
             "visible": {},
             "hidden": {"d_model": (8, (4, 6, 8, 10, 12, 16)), "d_head": (8, (3, 4, 5, 6, 8)),
                        "d_small": (4, (2, 3, 4, 5)), "B": (3, (2, 3, 4)), "T": (7, range(3, 10))},
+        },
+    },
+    "05_masking": {
+        # lengths longer than T are cut to T by the tests
+        "padding_mask": {
+            "visible": {},
+            "hidden": {"T": (4, range(3, 9)), "lengths": ((0, 4, 2), tuple(itertools.product(range(9), repeat=3)))},
+        },
+        "combined_mask": {
+            "visible": {},
+            "hidden": {"T": (6, range(4, 9)), "lengths": ((2, 6, 4, 6), tuple(itertools.product(range(1, 9), repeat=4)))},
+        },
+        "safe_masked_softmax": {
+            "visible": {},
+            "hidden": {"B": (2, (2, 3)), "heads": (4, (2, 3, 4, 5)), "T_q": (5, range(3, 8)), "T_k": (6, range(2, 9)),
+                       "scale": (30.0, (10.0, 20.0, 30.0, 40.0))},
         },
     },
 }
