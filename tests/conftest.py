@@ -44,6 +44,16 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def welcome_class(tmp_path_factory):
+    """One 00_welcome class graded and given feedback once for the end-to-end tests of feedback and
+    review (tests/gradedclass.py); read it, and go on in ``welcome_class.copy(tmp_path / ...)``.
+    Its tests carry ``xdist_group(gradedclass.GROUP)``: one worker builds it."""
+    from gradedclass import build_welcome_class
+
+    return build_welcome_class(tmp_path_factory.mktemp("welcome-class") / "course")
+
+
 def build_small_class(course: Path, students: dict[str, str | None]) -> Path:
     """00_welcome released in ``course``; ``students``: id -> answer code (None: the blank release).
     A small class for tests of the grading pipeline (local, parallel, Dask)."""

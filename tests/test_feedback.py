@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import html
-import os
-import subprocess
-import sys
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from course_utils.cells import fill_answers, grading_cells, read, solution_code
+from course_utils.cells import grading_cells, read
 from course_grader.grading.feedback import REDACTED, HideHiddenTests, hidden_lines
-from course_grader.authoring.release import generate_release, prepare_scratch_course
 
+import gradedclass
 from conftest import ROOT
 from test_sandbox import needs_bwrap  # course grade refuses to grade without the sandbox
 
@@ -98,24 +95,9 @@ def test_hidden_lines_of_other_assignments_are_redacted_too():
 
 # -- end to end: real `course grade` (sandboxed nbgrader autograde) and `course feedback` -------------
 
-A = "00_welcome"
-FRAME_LEAK = '''import sys, linecache
-def count_parameters(module):
-    caller = sys._getframe(1)
-    print("LEAK-FRAME", "".join(linecache.getlines(caller.f_code.co_filename)))
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-'''
-RAISE_LEAK = '''import sys, linecache
-def count_parameters(module):
-    if isinstance(module, torch.nn.GRU):
-        raise ValueError("LEAK-RAISE " + "".join(linecache.getlines(sys._getframe(1).f_code.co_filename)))
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-'''
-HISTORY_LEAK = '''import html
-from IPython.display import HTML, display
-print("LEAK-IN", "\\n".join(In))
-display(HTML("<pre>" + html.escape(repr(_ih)) + "</pre>"))
-'''
+# the class (00_welcome, graded through `course grade` and `course feedback` once) is tests/gradedclass.py's,
+# shared with test_review.py's end-to-end test; its leakers ("frame", "raise", "history") are this test's
+A = gradedclass.A
 
 
 def _outputs(nb: nbformat.NotebookNode) -> str:
@@ -131,37 +113,23 @@ def _outputs(nb: nbformat.NotebookNode) -> str:
 
 @pytest.mark.slow
 @needs_bwrap
-def test_students_who_print_the_hidden_tests_get_none_of_them_in_feedback(tmp_path):
+@pytest.mark.xdist_group(gradedclass.GROUP)  # the worker that grades the shared class
+def test_students_who_print_the_hidden_tests_get_none_of_them_in_feedback(welcome_class, tmp_path):
     """Each leaker is flagged, so held without feedback; accepted, its feedback carries no hidden line
     (tests/test_attacks.py checks the autograded outputs too, and encoded leaks)."""
-    course = prepare_scratch_course(ROOT, tmp_path / "course", [A])
-    generate_release(course, [A], verbose=False)
-    release = read(course / "notebooks" / A / f"{A}.ipynb")
-    answer = solution_code(read(course / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
-    students = {
-        "frame": fill_answers(release, {"count_parameters": FRAME_LEAK}),
-        "raise": fill_answers(release, {"count_parameters": RAISE_LEAK}),
-        "history": fill_answers(release, {"count_parameters": answer}),
-    }
-    students["history"].cells.append(new_code_cell(HISTORY_LEAK))
-    for student, nb in students.items():
-        folder = course / "submitted" / student / A
-        folder.mkdir(parents=True)
-        nbformat.write(nb, str(folder / f"{A}.ipynb"))
-
-    env = dict(os.environ, COURSE_ROOT=str(course), COURSE_PROFILE="ci", COURSE_CELL_TIMEOUT="60")
+    assert welcome_class.sandboxed, "graded without the sandbox"
+    students = gradedclass.LEAKERS
+    said = welcome_class.feedback.stdout  # `course feedback` before any decision
+    for student in students:  # flagged (frames, linecache, In/_ih): held, so no feedback at all
+        assert f"no feedback for {student}: held" in said, said
+        assert not (welcome_class.course / "feedback" / student / A).exists(), f"{student} is held but has feedback"
+    course = welcome_class.copy(tmp_path / "course")  # the decisions and the second feedback change it
 
     def course_cli(*command: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "course_utils.cli", *command], cwd=course, env=env,
-                                capture_output=True, text=True, timeout=900)
+        result = gradedclass.course_cli(*command, course=course)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         return result.stdout
 
-    course_cli("grade", A, "--workers", "1")
-    said = course_cli("feedback", A)
-    for student in students:  # flagged (frames, linecache, In/_ih): held, so no feedback at all
-        assert f"no feedback for {student}: held" in said, said
-        assert not (course / "feedback" / student / A).exists(), f"{student} is held but has feedback"
     for student in students:  # the instructor accepts them: now their feedback is written
         course_cli("review", A, student, "--accept", "--reason", "leak test: feedback must stay clean", "--by", "test")
     course_cli("feedback", A)

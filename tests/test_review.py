@@ -8,12 +8,10 @@ another records a decision in a PostgreSQL gradebook (skipped without pgserver).
 from __future__ import annotations
 
 import csv
-import os
 import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -45,6 +43,7 @@ from course_grader.grading.similarity import (
     trivial,
 )
 
+import gradedclass
 from conftest import ROOT
 
 MOE = "12_vit_moe"
@@ -361,44 +360,27 @@ def test_feedback_skips_held_submissions(moe_class, monkeypatch, capsys):
 # ----------------------------------------------------------------------------- real nbgrader
 
 
-W = "00_welcome"
+W = gradedclass.A
 
 
 def _course_cli(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COURSE_ROOT=str(course), COURSE_CELL_TIMEOUT="20", COURSE_PROFILE="ci")
-    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
-def _sandbox_args() -> list[str]:
-    try:
-        from course_grader.sandbox.bubblewrap import sandbox_problem
-    except ImportError:
-        return ["--no-sandbox"]
-    return [] if sandbox_problem() is None else ["--no-sandbox"]
+    return gradedclass.course_cli(*args, course=course, timeout=600)
 
 
 @pytest.mark.slow
-def test_end_to_end_a_flagged_student_is_held_until_accepted(tmp_path):
-    from course_grader.authoring.release import generate_release
-
-    course = prepare_scratch_course(ROOT, tmp_path / "course", [W])
-    generate_release(course, [W], verbose=False)
-    release = read(course / "notebooks" / W / f"{W}.ipynb")
-    answer = solution_code(_source(W))["count_parameters"]
-    for student, code in {"ada": answer, "eve": "import os\nSEEN = os.environ.get('HOME')\n" + answer}.items():
-        folder = course / "submitted" / student / W
-        folder.mkdir(parents=True)
-        nbformat.write(fill_answers(release, {"count_parameters": code}), str(folder / f"{W}.ipynb"))
-    graded = _course_cli("grade", W, *_sandbox_args(), course=course)
-    assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
-
+@pytest.mark.xdist_group(gradedclass.GROUP)  # the worker that grades the shared class
+def test_end_to_end_a_flagged_student_is_held_until_accepted(welcome_class, tmp_path):
+    """ada (the model answer) and eve (the same after reading $HOME) in the class of tests/gradedclass.py,
+    graded through `course grade` (sandboxed where it works) and given feedback once; the decision is
+    taken in a copy of that course."""
+    assert welcome_class.graded.returncode == 0
+    course = welcome_class.copy(tmp_path / "course")  # the decision changes it
     out = tmp_path / "grades.csv"
     assert _course_cli("export", "--out", str(out), course=course).returncode == 0
     rows = {r["student"]: r for r in csv.DictReader(out.open())}
     assert (rows["ada"]["status"], rows["ada"]["score"]) == ("final", "2")
     assert (rows["eve"]["status"], rows["eve"]["score"]) == ("held", "")
-    feedback = _course_cli("feedback", W, course=course)
+    feedback = welcome_class.feedback  # the class's first `course feedback`, before any decision
     assert feedback.returncode == 0, feedback.stderr[-2000:]
     assert "no feedback for eve: held for review" in feedback.stdout
     assert (course / "feedback" / "ada" / W / f"{W}.html").is_file()
