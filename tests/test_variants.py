@@ -32,6 +32,7 @@ TESTS = {
         "self_attention_module": "test_self_attention_module"},
     "05_masking": {"padding_mask": "test_padding_mask", "combined_mask": "test_combined_mask",
                    "safe_masked_softmax": "test_safe_masked_softmax"},
+    "10_gpt": {"top_k_filter": "test_top_k_filter", "top_p_filter": "test_top_p_filter"},
 }
 EXERCISES = [(assignment, exercise) for assignment, tests in TESTS.items() for exercise in tests]
 SECRET = b"a course secret for the tests"
@@ -161,7 +162,10 @@ def _run_solution(assignment: str) -> dict[str, Any]:
     saved, show = os.environ.pop(ENV_SEED, None), plt.show
     plt.show = lambda *args, **kwargs: plt.close("all")
     try:
-        for cell in nb.cells:  # as the kernel runs the notebook (the ci profile: seconds); test cells' visible part
+        wanted = set(TESTS[assignment].values())
+        for cell in nb.cells:  # as the kernel runs the notebook (ci profile), to the last variant test; test cells' visible part
+            if wanted <= set(tests):
+                break
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
             if cell.cell_type != "code":
                 continue
@@ -234,7 +238,8 @@ class Replay:
             def swap(new: Any, old: Any) -> Any:
                 if torch.is_tensor(new) and torch.is_tensor(old):
                     if new.shape == old.shape and new.is_floating_point():
-                        return old.to(new) + (new - new.detach())
+                        zero = (new - new.detach()).masked_fill(~torch.isfinite(new), 0.0)  # 0, -inf - -inf is not
+                        return old.to(new) + zero
                     return old.to(new)  # A's output, whatever B's shapes: a copy does not compute
                 return new
             return torch.utils._pytree.tree_map(swap, real, self.recorded[index])

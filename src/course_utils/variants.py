@@ -57,6 +57,18 @@ SPECS: dict[str, dict[str, dict[str, dict[str, tuple[Any, Sequence[Any]]]]]] = {
                        "d_small": (4, (2, 3, 4, 5)), "B": (3, (2, 3, 4)), "T": (7, range(3, 10))},
         },
     },
+    "10_gpt": {
+        "top_k_filter": {
+            "visible": {},
+            "hidden": {"seed": (3, _SEEDS), "B": (3, (2, 3, 4)), "T": (5, range(3, 9)), "V": (20, range(12, 41)),
+                       "k": (7, range(2, 12))},
+        },
+        "top_p_filter": {
+            "visible": {},
+            "hidden": {"seed": (4, _SEEDS), "B": (3, (2, 3, 4)), "T": (6, range(3, 9)), "V": (30, range(16, 41)),
+                       "p_low": (0.5, (0.3, 0.4, 0.5, 0.6)), "p_high": (0.9, (0.75, 0.8, 0.85, 0.9, 0.95))},
+        },
+    },
     "05_masking": {
         # lengths longer than T are cut to T by the tests
         "padding_mask": {
