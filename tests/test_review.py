@@ -110,6 +110,27 @@ def test_references_come_from_own_work():
     assert "course_utils.moe.top_k_gating" in reference_paths(_source(MOE))["top_k_gating"]
 
 
+def test_course_objects_read_from_the_source_are_those_importing_every_module_finds():
+    """similarity._course_objects reads the names from the modules' source (importing every module cost
+    seconds of each command that compares a class); the definition it follows is this one."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import course_utils
+
+    imported: dict[str, list[str]] = {}
+    for info in pkgutil.iter_modules(course_utils.__path__):
+        if info.ispkg or info.name in ("checks", "session", "plotting", "profiles", "seeding", "device"):
+            continue
+        module = importlib.import_module(f"course_utils.{info.name}")  # every public module imports here
+        for name, obj in vars(module).items():
+            if (inspect.isfunction(obj) or inspect.isclass(obj)) and getattr(obj, "__module__", "") == module.__name__:
+                imported.setdefault(name, []).append(f"{module.__name__}.{name}")
+    assert similarity._course_objects() == imported
+    assert "course_utils.lora.count_parameters" in imported["count_parameters"]
+
+
 def test_threshold_separates_copies_from_answers_written_separately():
     """The numbers of similarity.py's docstring: near-copies (curated mistakes and alternatives
     made by editing the solution) mostly reach the threshold, answers written whole rarely."""

@@ -82,6 +82,7 @@ import ast
 import builtins
 import csv
 import importlib
+import importlib.util
 import inspect
 import re
 import textwrap
@@ -373,10 +374,20 @@ def _resolve(path: str) -> object | None:
     return None
 
 
+_CACHES = ("cache", "lru_cache")  # functools decorators whose result is no function (``_course_objects`` leaves it out)
+
+
 @lru_cache(maxsize=None)
 def _course_objects() -> dict[str, list[str]]:
     """``name -> dotted paths`` of the functions and classes defined in the package's
-    public modules (``course_utils.*``, not the tooling or the tests' helpers)."""
+    public modules (``course_utils.*``, not the tooling or the tests' helpers).
+
+    Read from the modules' source (their top-level ``def`` and ``class`` statements), not by
+    importing them: importing every module (torch, matplotlib, datasets, ...) cost seconds of every
+    `course grade`, `export`, `review` and `feedback` that compares a class, for a list of names. A
+    function wrapped in a functools cache is no function at run time and is left out, as is a
+    module whose source does not parse; tests/test_review.py checks that this equals what
+    importing every module finds."""
     import pkgutil
 
     import course_utils
@@ -385,13 +396,20 @@ def _course_objects() -> dict[str, list[str]]:
     for info in pkgutil.iter_modules(course_utils.__path__):
         if info.ispkg or info.name in ("checks", "session", "plotting", "profiles", "seeding", "device"):
             continue
-        try:
-            module = importlib.import_module(f"course_utils.{info.name}")
-        except Exception:  # noqa: BLE001 - a module that cannot be imported here has no reference
+        spec = importlib.util.find_spec(f"course_utils.{info.name}")  # the package is imported, not the module
+        if spec is None or spec.origin is None:
             continue
-        for name, obj in vars(module).items():
-            if (inspect.isfunction(obj) or inspect.isclass(obj)) and getattr(obj, "__module__", "") == module.__name__:
-                found.setdefault(name, []).append(f"{module.__name__}.{name}")
+        try:
+            tree = ast.parse(Path(spec.origin).read_text())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            decorators = {ast.unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1]
+                          for d in node.decorator_list}
+            if isinstance(node, ast.ClassDef) or not decorators & set(_CACHES):
+                found.setdefault(node.name, []).append(f"course_utils.{info.name}.{node.name}")
     return found
 
 
