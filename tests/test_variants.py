@@ -406,3 +406,20 @@ def test_release_with_variants_then_grade_two_students(tmp_path, monkeypatch):
     assert {r.student: r.status for r in run.results} == dict.fromkeys(releases, "graded"), run.results
     scores = {r.student: r.cells["test_scaled_scores"].score for r in read_scores(course)}
     assert scores == {ada: 2.0, bob: 0.0, "cleo": 2.0}
+
+
+def test_the_seed_goes_to_the_checker_never_to_the_kernel(tmp_path, monkeypatch):
+    """The kernel's environment is an allow-list: neither a seed nor the secret is on it, even when the
+    grader's own environment has them; the checker of a student without a variant gets an empty seed
+    (the defaults), never one inherited from the grader's environment."""
+    from course_grader.grading.variants import SECRET_ENV, checker_environment
+    from course_grader.sandbox.bubblewrap import sandbox_env
+
+    monkeypatch.setenv(ENV_SEED, "ab" * 32)
+    monkeypatch.setenv(SECRET_ENV, "the secret")
+    kernel = sandbox_env(str(tmp_path), str(tmp_path / "home"), str(tmp_path / "work"))
+    assert ENV_SEED not in kernel and SECRET_ENV not in kernel
+    assert not any("ab" * 32 in value or "the secret" in value for value in kernel.values())
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    assert checker_environment(db_url, "nobody", A) == {ENV_SEED: ""}
+    assert checker_environment(None, None, None) == {ENV_SEED: ""}
