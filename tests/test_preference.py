@@ -12,7 +12,7 @@ import torch
 
 from course_utils.device import cpu_threads
 from course_utils.llama import Llama, LlamaConfig
-from course_utils.preference import (date_reward, dpo_loss, format_reward, group_advantages, grpo_loss,
+from course_utils.preference import (date_reward, dpo_loss, format_reward, generate_groups, group_advantages, grpo_loss,
                                      make_preference_pairs, sample_group, sequence_logprobs, token_logprobs)
 
 
@@ -205,3 +205,27 @@ def test_sample_group_cuts_each_response_after_its_stop_token():
         assert 1 <= len(row) <= 6 and (7 not in row[:-1])
     again = sample_group(model, [1, 2, 3], 4, 6, stop_id=7, generator=torch.Generator().manual_seed(0))
     assert again == out
+
+
+def test_generate_groups_greedy_equals_one_prompt_at_a_time_across_lengths():
+    model = tiny(6)
+    prompts = [[1, 2, 3], [4, 5], [6, 7, 8], [9, 10, 11, 12], [2, 2]]
+    got = generate_groups(model, prompts, 2, 6, stop_id=7, temperature=0.0)
+    assert len(got) == 2 * len(prompts)
+    for p, prompt in enumerate(prompts):
+        ids = torch.tensor([prompt])
+        row = model.generate(ids, 6, stop_ids=(7,))[0, len(prompt):].tolist()
+        expected = row[: row.index(7) + 1] if 7 in row else row
+        assert got[2 * p] == expected and got[2 * p + 1] == expected, (p, got[2 * p: 2 * p + 2], expected)
+
+
+def test_generate_groups_samples_each_prompt_n_times_in_prompt_order():
+    model = tiny(7)
+    prompts = [[1, 2, 3], [4, 5], [6, 7, 8]]
+    gen = torch.Generator().manual_seed(0)
+    got = generate_groups(model, prompts, 3, 5, stop_id=7, generator=gen)
+    assert len(got) == 9 and all(1 <= len(r) <= 5 and 7 not in r[:-1] for r in got)
+    assert got == generate_groups(model, prompts, 3, 5, stop_id=7, generator=torch.Generator().manual_seed(0))
+    model.train()
+    generate_groups(model, prompts[:1], 2, 3, stop_id=7)
+    assert model.training  # the mode is restored

@@ -11,6 +11,8 @@ around them:
 - :func:`token_logprobs` -- the per-token log-probabilities GRPO needs;
 - :func:`date_reward`, :func:`format_reward` -- two verifiers of notebook 11's date task (the
   exact ISO date; only its shape, the one a policy can game);
+- :func:`generate_groups` -- ``n`` answers to each of several prompts, batched with the KV cache
+  (prompts of one length decode together, each prompt's prefill done once for its ``n`` copies);
 - :func:`sample_group` -- ``n`` samples of one prompt in one batch (no padding needed).
 
 Conventions (the ones the notebook grades): a response's log-probability is the **sum** over its
@@ -21,11 +23,14 @@ is averaged over each sequence's response tokens, then over the batch.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from course_utils.sampling import next_token
 
 __all__ = [
     "token_logprobs",
@@ -36,6 +41,7 @@ __all__ = [
     "grpo_loss",
     "date_reward",
     "format_reward",
+    "generate_groups",
     "sample_group",
 ]
 
@@ -144,15 +150,57 @@ def format_reward(answer: str, target: str = "") -> float:
 
 
 @torch.no_grad()
+def generate_groups(model: nn.Module, prompts: Sequence[Sequence[int]], n: int, max_new_tokens: int, *, stop_id: int,
+                    temperature: float = 1.0, generator: torch.Generator | None = None) -> list[list[int]]:
+    """``n`` responses to each prompt, returned prompt by prompt (those of prompt ``p`` at
+    ``p * n .. (p + 1) * n - 1``), each cut after its first ``stop_id`` (kept) or at ``max_new_tokens``;
+    ``temperature=0`` is greedy.
+
+    Batched without padding (``model`` is a :class:`course_utils.llama.Llama`, whose attention has no
+    padding mask): the prompts of one token length form one batch; each prompt is run through the
+    model once (prefill) and its KV cache copied to its ``n`` rows, which then decode together one
+    position per step until every row has stopped. Batches run in the order of their first prompt.
+    """
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for p, prompt in enumerate(prompts):
+        by_length[len(prompt)].append(p)
+    responses: list[list[int]] = [[] for _ in range(len(prompts) * n)]
+    for length, members in by_length.items():
+        ids = torch.tensor([list(prompts[p]) for p in members], device=device)  # (U, T0)
+        steps = min(max_new_tokens, model.config.max_seq_len - length)
+        prefill = model.new_cache(len(members), length)
+        logits = model(ids, prefill)[:, -1].float().repeat_interleave(n, dim=0)  # (U * n, V)
+        cache = model.new_cache(len(members) * n, length + steps)
+        for layer in range(len(cache.keys)):  # each prompt's keys and values, copied to its n rows
+            cache.keys[layer][:, :, :length] = prefill.keys[layer].repeat_interleave(n, dim=0)
+            cache.values[layer][:, :, :length] = prefill.values[layer].repeat_interleave(n, dim=0)
+            cache.lengths[layer] = length
+        done = torch.zeros(len(members) * n, dtype=torch.bool, device=device)
+        new: list[torch.Tensor] = []
+        for step in range(steps):
+            nxt = next_token(logits, temperature, None, None, generator)  # (U * n, 1)
+            nxt = torch.where(done[:, None], torch.full_like(nxt, stop_id), nxt)
+            done = done | (nxt[:, 0] == stop_id)
+            new.append(nxt)
+            if bool(done.all()) or step == steps - 1:
+                break
+            logits = model(nxt, cache)[:, -1].float()
+        rows = torch.cat(new, dim=1).tolist() if new else [[] for _ in range(len(members) * n)]
+        for k, row in enumerate(rows):
+            p, i = members[k // n], k % n
+            responses[p * n + i] = row[: row.index(stop_id) + 1] if stop_id in row else row
+    model.train(was_training)
+    return responses
+
+
+@torch.no_grad()
 def sample_group(model: nn.Module, prompt_ids: Sequence[int], n: int, max_new_tokens: int, *, stop_id: int,
                  temperature: float = 1.0, generator: torch.Generator | None = None) -> list[list[int]]:
     """``n`` sampled responses to one prompt, generated as one batch of ``n`` copies of the prompt
-    (same length: no padding), each cut after its first ``stop_id`` (kept) or at ``max_new_tokens``.
-    ``model`` has a ``generate`` like :class:`course_utils.llama.Llama`'s (KV cache)."""
-    device = next(model.parameters()).device
-    ids = torch.tensor([list(prompt_ids)] * n, device=device)
-    out = model.generate(ids, max_new_tokens, temperature=temperature, generator=generator, stop_ids=(stop_id,))
-    responses = []
-    for row in out[:, ids.size(1):].tolist():
-        responses.append(row[: row.index(stop_id) + 1] if stop_id in row else row)
-    return responses
+    (same length: no padding, one prefill), each cut after its first ``stop_id`` (kept) or at
+    ``max_new_tokens``: :func:`generate_groups` of one prompt."""
+    return generate_groups(model, [prompt_ids], n, max_new_tokens, stop_id=stop_id, temperature=temperature,
+                           generator=generator)
