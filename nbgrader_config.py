@@ -57,6 +57,11 @@ c.IgnorePattern.pattern = r"(Warning|warnings\.warn|it/s\]|s/it\]|\d+%\|)"
 # the exercise is not done) instead of going to manual grading.
 c.OverwriteCells.add_missing_cells = True
 
+# The formgrader renders a submission's markdown and outputs as HTML in the instructor's Jupyter:
+# a student's <img onerror=...> or <script> there runs with the instructor's rights. nbconvert's
+# sanitizer (bleach) keeps the text and drops the script, for feedback pages too.
+c.HTMLExporter.sanitize_html = True
+
 # Feedback shows which exercises passed and failed with the tests' messages, but not the
 # hidden tests' source or tracebacks (nbgrader's default feedback shows both).
 c.GenerateFeedback.preprocessors = [

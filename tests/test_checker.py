@@ -188,8 +188,8 @@ def test_in_place_changes_gradients_and_seeds_cross(kernel):
         "    def forward(self, x):\n        return self.f(x)\n"
     )
     test = (
-        "x = torch.ones(3)\nscale_(x)\ncheck(torch.equal(x, 2 * torch.ones(3)), 'in-place change seen')\n"
-        "s, r = ['a', 'b', 'c'], {'x': 1, 'y': 2}\nmerge_(s, r)\ncheck(s == ['ab', 'c'] and r == {'y': 2}, 'a list or dict changed in place')\n"
+        "x = torch.ones(3)\nwith may_change(x):\n    scale_(x)\ncheck(torch.equal(x, 2 * torch.ones(3)), 'in-place change seen')\n"
+        "s, r = ['a', 'b', 'c'], {'x': 1, 'y': 2}\nwith may_change(s, r):\n    merge_(s, r)\ncheck(s == ['ab', 'c'] and r == {'y': 2}, 'a list or dict changed in place')\n"
         "a = torch.randn(4, 3, requires_grad=True)\nw = torch.randn(3)\ngrow(a, w).sum().backward()\n"
         "check_close(a.grad, w.expand(4, 3), 'gradient across')\n"
         "torch.manual_seed(3)\nm = Lin()\ntorch.manual_seed(3)\nref = torch.nn.Linear(3, 2)\n"
@@ -203,6 +203,50 @@ def test_in_place_changes_gradients_and_seeds_cross(kernel):
         "check_close(m(torch.ones(1, 3)), 3 + m.f.bias[None], 'a weight set here is set in the kernel')\n"
     )
     result = _check(kernel, answer, test)
+    assert result.ok, result.evalue
+
+
+def test_an_undeclared_in_place_change_fails_and_never_rewrites_the_tests_inputs(kernel):
+    # second blind red team: `check_close(f(Q), ref(Q))` evaluates f first; an answer that zeroed its
+    # arguments had the zeros copied into the test's Q, and the reference then agreed with it
+    answer = (
+        "def attention(Q, K, V):\n    with torch.no_grad():\n        Q.zero_(); K.zero_(); V.zero_()\n"
+        "    return torch.zeros_like(V)\n"
+        "def tidy(tokens):\n    tokens.append('<eos>')\n    return len(tokens)\n"
+        "def evaluate(model):\n    model.eval()\n    return 0\n"
+    )
+    for test, what in [
+        ("torch.manual_seed(0)\nQ = torch.randn(2, 3)\ncheck_close(attention(Q, Q, Q), Q @ Q.T @ Q, 'attention')\n",
+         "argument 1 (a tensor)"),
+        ("tokens = ['a']\ncheck(tidy(tokens) == 2, 'length')\n", "argument 1 (a list)"),
+        ("m = torch.nn.Linear(2, 2).train()\ncheck(evaluate(m) == 0, 'value')\n", "the model passed as argument 1"),
+    ]:
+        result = _check(kernel, answer, test)
+        assert not result.ok and result.ename == "CheckFailed", (test, result)
+        assert what in result.evalue and "In-place" in result.evalue, result.evalue
+    # declared, the change is the exercise: it crosses, and leaves_unchanged still names it itself
+    result = _check(kernel, answer, "Q = torch.ones(2)\nwith may_change(Q):\n    attention(Q, Q, Q)\n"
+                                    "check(torch.equal(Q, torch.zeros(2)), 'declared change seen')\n")
+    assert result.ok, result.evalue
+    result = check_cell(kernel[1], "Q = torch.ones(2)\nwith leaves_unchanged('attention', Q):\n    attention(Q, Q, Q)\n")
+    assert not result.ok and "changed the values of its tensor argument" in result.evalue, result.evalue
+
+
+def test_a_model_the_tests_lend_cannot_be_changed_through_its_methods(kernel):
+    # a model of the tests' own class is lent (it runs here): load_state_dict, requires_grad_ or train()
+    # called from the kernel would change the checker's model, and the tests' expected values with it
+    answer = (
+        "def zero_then_run(m, x):\n    m.load_state_dict({k: v * 0 for k, v in m.state_dict().items()})\n    return m(x)\n"
+        "def freeze_then_run(m, x):\n    m.requires_grad_(False)\n    return m(x)\n"
+        "def run_in_eval(m, x):\n    mode = m.training\n    m.eval()\n    y = m(x)\n    m.train(mode)\n    return y\n"
+    )
+    lent = ("class Ref(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.f = torch.nn.Linear(2, 2)\n    def forward(self, x):\n        return self.f(x)\n"
+            "torch.manual_seed(0)\nref = Ref().train()\nx = torch.randn(1, 2)\n")
+    for name in ("zero_then_run", "freeze_then_run"):
+        result = _check(kernel, answer, lent + f"check_close({name}(ref, x), ref(x), 'output')\n")
+        assert not result.ok and "changed a model the tests lent it" in result.evalue, (name, result)
+    result = _check(kernel, answer, lent + "check_close(run_in_eval(ref, x), ref(x), 'output')\ncheck(ref.training, 'mode')\n")
     assert result.ok, result.evalue
 
 

@@ -143,8 +143,8 @@ CELLS = {
     "module": ("y = model(torch.ones(1, 2))\ncheck_close(y, torch.tensor([[3.0, 7.0]]), 'y')\n"
                "check(isinstance(model, nn.Module), 'a module')\n"
                "check_close(model.weight, torch.tensor([[1.0, 2.0], [3.0, 4.0]]), 'weight')"),
-    "in_place": ("t = torch.ones(3)\nfill_zero(t)\ncheck_close(t, torch.zeros(3), 't')\n"
-                 "torch.manual_seed(2)\nlin = nn.Linear(2, 1)\nw = lin.weight.detach().clone()\nshrink(lin)\n"
+    "in_place": ("t = torch.ones(3)\nwith may_change(t):\n    fill_zero(t)\ncheck_close(t, torch.zeros(3), 't')\n"
+                 "torch.manual_seed(2)\nlin = nn.Linear(2, 1)\nw = lin.weight.detach().clone()\nwith may_change(lin):\n    shrink(lin)\n"
                  "check_close(lin.weight, w * 0.5, 'weight')"),
     "object": ("torch.manual_seed(1)\nref = nn.Linear(2, 2)\nx = torch.ones(1, 2)\n"
                "check_close(run_model(ref, x), ref(x), 'run_model')\ncheck(same(ref) is ref, 'same')"),

@@ -89,6 +89,25 @@ def test_the_view_shows_the_submitted_outputs_and_escapes_them():
     assert "TEST-CELL-OUTPUT" not in page
 
 
+def test_nbgraders_formgrader_and_feedback_pages_sanitize_a_submissions_html():
+    """Second blind red team: raw HTML in a markdown cell and a text/html output survived into
+    nbgrader's formgrade page (classic template) as live script in the instructor's origin."""
+    import re
+
+    from nbconvert import HTMLExporter
+
+    from course_grader.grading.gradebook import nbgrader_config
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell('My answer <img src=x onerror="document.title=1"> is **bold**.'),
+                nbformat.v4.new_code_cell("show()", outputs=[nbformat.v4.new_output(
+                    "display_data", data={"text/html": "<b>a table</b><script>steal()</script><img src=y onerror='a()'>",
+                                          "text/plain": "a table"})])]
+    page, _ = HTMLExporter(config=nbgrader_config(ROOT), template_name="classic").from_notebook_node(nb)
+    assert not re.search(r"<img[^>]*onerror", page) and "<script>steal()" not in page, "live script in the page"
+    assert "<strong>bold</strong>" in page and "<b>a table</b>" in page, "the answer's own formatting stays"
+
+
 def test_a_cell_the_student_moved_or_renumbered_is_found_by_its_source():
     nb = _student_run(M, CPU_LINE)
     for cell in nb.cells:

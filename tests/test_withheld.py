@@ -100,3 +100,34 @@ def test_grading_a_notebook_withholds_later_notebooks_answers_where_they_are_def
     assert "course_utils.sampling.top_p_filter" in paths, "withheld where it is defined, not only where imported"
     assert not any(p.startswith("course_utils.lora.") and "count_parameters" in p for p in paths), \
         "00's answer (an earlier notebook) stays usable in 03"
+
+
+def test_a_later_notebooks_module_is_withheld_whole_while_an_earlier_one_is_graded(tmp_path, monkeypatch):
+    """Second blind red team: masking.masked_attention (05's module) is 03's attention verbatim, and
+    flash.softmax_state / naive_attention (13's) answer 03 through a softmax with no softmax call; none
+    was a named reference, so a one-line alias scored 7/16 on 03."""
+    from course_grader.sandbox.withheld import course_withheld_paths, import_closure
+
+    source = ROOT / "solutions" / "03_self_attention" / "03_self_attention.ipynb"
+    paths = course_withheld_paths(source)
+    assert {"course_utils.masking.*", "course_utils.flash.*"} <= set(paths)
+    closure = import_closure(sorted((ROOT / "solutions").glob("0[0-3]_*/*.ipynb")))
+    assert {"course_utils.attention", "course_utils.protocol.agent", "course_utils.checks.assertions"} <= closure
+    assert not any(p.endswith(".*") and p[:-2] in closure for p in paths), "what 00-03 import stays whole"
+    later = course_withheld_paths(ROOT / "solutions" / "05_masking" / "05_masking.ipynb")
+    assert "course_utils.masking.*" not in later and "course_utils.masking.masked_attention" not in later, \
+        "05 imports masking: in 05 (and after) its helpers are usable"
+    monkeypatch.setenv("COURSE_WITHHELD_CACHE", str(tmp_path / "cache"))
+    package = withheld_package("03_self_attention", paths)
+    probe = ("import torch\nfrom course_utils.seeding import seed_everything\nseed_everything(0)\nprint('seeded')\n"
+             "from course_utils.masking import masked_attention\nfrom course_utils.flash import softmax_state, naive_attention\n"
+             "from course_utils.checks import check_close\nimport course_utils.protocol.agent\n"
+             "x = torch.ones(1, 2, 2)\n"
+             "for f, args in ((masked_attention, (x, x, x)), (softmax_state, (x, x)), (naive_attention, (x, x, x))):\n"
+             "    try:\n        f(*args)\n"
+             "    except Exception as e:\n        print(type(e).__name__)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(Path(package).parent), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert run.stdout.split() == ["seeded", *["ReferenceWithheld"] * 3], run.stdout + run.stderr
+    body = (package / "masking.py").read_text().split("def masked_attention", 1)[1].split("\ndef ", 1)[0]
+    assert "ReferenceWithheld" in body and "return" not in body, "no source of the body is left"

@@ -26,6 +26,8 @@ from course_utils.checks.assertions import (
     check_shape,
     check_type,
     leaves_unchanged,
+    may_change,
+    may_freeze,
     substitute,
 )
 from course_utils.checks.integrity import banned_calls, by_value, check_defined_here, own_work
@@ -40,6 +42,8 @@ __all__ = [
     "check_scalar",
     "check_raises",
     "leaves_unchanged",
+    "may_change",
+    "may_freeze",
     "substitute",
     "check_device_dtype",
     "check_backward",

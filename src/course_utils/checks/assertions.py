@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, NoReturn, Sequence
 import numpy as np
 import torch
 
-from course_utils.protocol.messages import tensors_in
+from course_utils.protocol.messages import WRITABLE, tensors_in
 
 __all__ = [
     "CheckFailed",
@@ -27,6 +27,8 @@ __all__ = [
     "check_scalar",
     "check_raises",
     "leaves_unchanged",
+    "may_change",
+    "may_freeze",
     "substitute",
 ]
 
@@ -204,7 +206,11 @@ def leaves_unchanged(
     before = [(t.detach().clone(), t.shape, t.dtype, t.requires_grad) for t in tensors]
     modes = [[m.training for m in module.modules()] for module in modules]
     trainable = [[p.requires_grad for p in module.parameters()] for module in modules]
-    yield
+    declared = WRITABLE.enter(list(arguments))  # graded: a change comes back here, and is reported below
+    try:
+        yield
+    finally:
+        WRITABLE.leave(declared)
     for i, (t, (values, shape, dtype, grad)) in enumerate(zip(tensors, before)):
         what = f"tensor argument {i + 1}" if len(tensors) > 1 else "its tensor argument"
         if t.shape != shape or t.dtype != dtype:
@@ -225,6 +231,40 @@ def leaves_unchanged(
         if [p.requires_grad for p in module.parameters()] != grads:
             _fail(f"{name} changed requires_grad of the model's parameters. Leave them as you found them "
                   "(use torch.no_grad() for a computation that needs no gradients).", hint)
+
+
+@contextmanager
+def may_change(*arguments: Any) -> Iterator[None]:
+    """Declare that the block's calls change these arguments in place, as the exercise asks (an
+    optimizer step, a cache that is filled, a model that is trained)::
+
+        with may_change(model):
+            train_steps(model, batches, steps=3)
+
+    Outside such a block the grader holds every argument to the In-place rule (00_welcome): a call
+    of the student's code that changes an argument it was given fails, whether or not the
+    exercise's own tests compare it. In the student's kernel the block changes nothing.
+    """
+    declared = WRITABLE.enter(list(arguments))
+    try:
+        yield
+    finally:
+        WRITABLE.leave(declared)
+
+
+@contextmanager
+def may_freeze(*models: Any) -> Iterator[None]:
+    """Declare that the block's calls switch ``requires_grad`` of these models' parameters, and change
+    nothing else of them (a LoRA layer freezes the layer it wraps)::
+
+        with may_freeze(base):
+            lora = LoRALinear(base, rank=2, alpha=4.0)
+    """
+    declared = WRITABLE.enter(list(models), what="requires_grad")
+    try:
+        yield
+    finally:
+        WRITABLE.leave(declared)
 
 
 @contextmanager

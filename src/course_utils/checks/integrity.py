@@ -184,7 +184,9 @@ def banned_calls(*function_names: str, name: str = "your answer", hint: str | No
 def by_value(obj: Any) -> Any:
     """``obj``, marked to reach the student's code as a copy even where the graded notebook withholds
     the code it runs (the test only reads or loads its state, never runs it there); a no-op in a
-    notebook. Elsewhere such an object is lent to the student's code and runs in the checker."""
+    notebook. Elsewhere such an object is lent to the student's code and runs in the checker. The
+    student's code may change it in place (load weights into it, initialise it): it is declared
+    writable, as :func:`course_utils.checks.may_change` declares an argument."""
     try:
         object.__setattr__(obj, "__course_by_value__", True)
     except (AttributeError, TypeError):

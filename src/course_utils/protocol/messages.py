@@ -14,8 +14,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-__all__ = ["Op", "Callback", "Unary", "Mode", "RemoteModes", "REMOTE_MODES", "Bridge", "bridged", "tensors_in",
-           "replace_grad_tensors", "set_default_device"]
+__all__ = ["Op", "Callback", "Unary", "Mode", "RemoteModes", "REMOTE_MODES", "WritableArguments", "WRITABLE",
+           "Bridge", "bridged", "tensors_in", "replace_grad_tensors", "set_default_device"]
 
 
 class Op(str, Enum):
@@ -103,6 +103,39 @@ class RemoteModes:
 
 
 REMOTE_MODES = RemoteModes()
+
+
+class WritableArguments:
+    """The arguments a test declared that the student's code may change in place (``checks.may_change``,
+    and ``checks.leaves_unchanged``, which watches them itself). The checker copies an in-place change
+    made in the kernel back into its own object only for these; any other change of an argument is
+    the In-place rule broken, and fails the call (a change copied back would rewrite the tests' own
+    inputs, on which their expected values are then computed)."""
+
+    def __init__(self) -> None:
+        self._declared: list[tuple[str, list[Any]]] = []
+
+    def enter(self, arguments: list[Any], what: str = "anything") -> list[Any]:
+        """Declare ``arguments`` (and every tensor inside lists, tuples and dicts among them): their
+        values may change (``what="anything"``), or only the ``requires_grad`` flags of a model
+        (``what="requires_grad"``: a layer that wraps another freezes it)."""
+        entry = [*arguments, *tensors_in(list(arguments))]
+        self._declared.append((what, entry))
+        return entry
+
+    def leave(self, entry: list[Any]) -> None:
+        self._declared[:] = [e for e in self._declared if e[1] is not entry]
+
+    def allows(self, value: Any) -> str | None:
+        """What may change in ``value`` ("anything", "requires_grad"), or None."""
+        kinds = {what for what, entry in self._declared if any(value is declared for declared in entry)}
+        return "anything" if "anything" in kinds else next(iter(kinds), None)
+
+    def clear(self) -> None:
+        self._declared.clear()
+
+
+WRITABLE = WritableArguments()
 
 
 def tensors_in(value: Any) -> list[torch.Tensor]:

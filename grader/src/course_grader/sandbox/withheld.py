@@ -13,6 +13,12 @@ bytecode of them; everything else (later notebooks import what earlier ones buil
   that notebook withholds;
 - :func:`withheld_package` -- the rewritten package folder for those paths (built once per
   package version and set of paths, then reused: it is read-only and holds nothing of a student).
+
+Named references are not all a later notebook's package holds: ``course_utils.masking`` has a
+masked attention (03's answer with a mask), ``course_utils.flash`` a stable softmax. So every
+module that no notebook up to the graded one imports (directly, or through the modules it
+imports: :func:`import_closure`) is withheld whole, as ``course_utils.flash.*``: each of its
+functions and methods raises. The kernel's own machinery (the agent, the checks) is in the closure.
 """
 
 from __future__ import annotations
@@ -27,9 +33,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
-__all__ = ["withheld_paths", "course_withheld_paths", "withheld_package", "rewrite_module", "package_dir"]
+__all__ = ["withheld_paths", "course_withheld_paths", "import_closure", "withheld_package", "rewrite_module", "package_dir"]
 
 _PACKAGE = "course_utils"
+# what a graded kernel runs besides the notebook: the agent that answers the checker, the checks the
+# visible tests call, the error a withheld body raises
+_KERNEL_MODULES = ("course_utils", "course_utils.protocol.agent", "course_utils.checks", "course_utils.withheld")
 
 
 def withheld_paths(source_notebook: Path) -> list[str]:
@@ -76,15 +85,78 @@ def _defining_path(path: str) -> str | None:
 def course_withheld_paths(source_notebook: Path) -> list[str]:
     """What grading ``source_notebook`` withholds: its own exercises' references and those of every
     later assignment of its course (a notebook imports what earlier ones built, never later ones;
-    13's ``online_softmax`` would answer 03's ``stable_softmax``)."""
+    13's ``online_softmax`` would answer 03's ``stable_softmax``), and, whole (``module.*``), every
+    package module outside the import closure of the notebooks up to this one."""
     source_notebook = Path(source_notebook)
     assignment = source_notebook.parent
-    later = sorted(p for p in assignment.parent.iterdir() if p.is_dir() and p.name > assignment.name)
+    folders = sorted(p for p in assignment.parent.iterdir() if p.is_dir())
+    later = [p for p in folders if p.name > assignment.name]
     paths = set(withheld_paths(source_notebook))
     for folder in later:
         for notebook in sorted(folder.glob("*.ipynb")):
             paths.update(withheld_paths(notebook))
+    so_far = [notebook for folder in folders if folder.name <= assignment.name for notebook in sorted(folder.glob("*.ipynb"))]
+    used = import_closure(so_far)
+    paths.update(f"{module}.*" for module in _package_modules() if module not in used)
     return sorted(paths)
+
+
+def _package_modules() -> dict[str, Path]:
+    """Every module of the package, by dotted name (a package by its ``__init__``)."""
+    package = package_dir()
+    modules = {}
+    for file in sorted(package.rglob("*.py")):
+        parts = [_PACKAGE, *file.relative_to(package).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = file
+    return modules
+
+
+def _imported(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """The package names ``tree`` imports anywhere (in functions too): modules and ``module.name``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's package (its own name, for a package's __init__)
+                base = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                name = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                name = node.module or ""
+            found.add(name)
+            found.update(f"{name}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == _PACKAGE or name.startswith(_PACKAGE + ".")}
+
+
+def import_closure(notebooks: Iterable[Path]) -> set[str]:
+    """The package modules that the code cells of ``notebooks`` (tests included) and the graded
+    kernel's own machinery import, and every module those import, transitively."""
+    import nbformat
+
+    modules = _package_modules()
+    wanted = set(_KERNEL_MODULES)
+    for notebook in notebooks:
+        for cell in nbformat.read(str(notebook), as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            code = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+            try:
+                wanted |= _imported(ast.parse(code), "__main__", False)
+            except SyntaxError:
+                continue  # a blank exercise's placeholder, say: it imports nothing of ours
+    closure: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        while name and name not in modules:  # course_utils.flash.naive_attention -> course_utils.flash
+            name = name.rpartition(".")[0]
+        if not name or name in closure:
+            continue
+        closure.add(name)
+        parents = name.split(".")
+        wanted.update(".".join(parents[:i]) for i in range(1, len(parents)))  # importing a.b runs a first
+        file = modules[name]
+        wanted |= _imported(ast.parse(file.read_text()), name, file.name == "__init__.py")
+    return closure
 
 
 def _raise(path: str, assignment: str, lineno: int) -> ast.stmt:
@@ -112,6 +184,8 @@ def rewrite_module(source: str, module: str, withheld: Iterable[str], assignment
     if not local:
         return None
     tree = ast.parse(source)
+    if "*" in local:  # the whole module: every function and class of it
+        local |= {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     changed = False
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in local:

@@ -44,7 +44,7 @@ from course_grader.grading.checker.link import CheckerError, CheckerTimeout, Ker
 from course_grader.grading.checker.remote import _LIBRARIES, RemoteError, RemoteObject, _mirror
 from course_utils import checks
 from course_utils.protocol import wire
-from course_utils.protocol.messages import REMOTE_MODES, Callback, Mode, Op, bridged, set_default_device, tensors_in
+from course_utils.protocol.messages import REMOTE_MODES, WRITABLE, Callback, Mode, Op, bridged, set_default_device, tensors_in
 
 
 __all__ = ["BASE_PRELUDE", "Checker", "CheckResult", "check_cell", "checker_enabled", "prelude_from_source"]
@@ -147,6 +147,8 @@ class Checker:
         self.kernel_tensors: dict[int, torch.Tensor] = {}
         self.versions: dict[int, int] = {}
         self.sent_ids: dict[int, int] = {}
+        self.lent_state: dict[int, tuple[Any, tuple]] = {}  # id -> (a lent model, how it was when a call began)
+        self.calls_open = 0  # kernel calls in progress (a hook of the kernel's, run here, calls it again)
         self.evidence: list[str] = []
         self._seen_evidence: set[str] = set()
         self.withheld: tuple[str, ...] = tuple(withheld)
@@ -186,6 +188,9 @@ class Checker:
                                f"({type(obj).__name__})")
         number = len(self.callbacks) + 1
         self.callbacks[number] = obj
+        if isinstance(obj, torch.nn.Module) and not self.calls_open:  # lent as an argument: the call must leave it so
+            self.lent_state.setdefault(id(obj), (obj, _lent_fingerprint(obj)))  # (one lent during a call may
+            # already carry that call's changes; as a submodule, its parent's fingerprint covers it)
         return {"$callback": number}
 
     def _runs_withheld(self, obj: Any) -> bool:
@@ -212,8 +217,8 @@ class Checker:
     def _withheld(self, ref: str) -> bool:
         """Whether ``module:qualname`` is (inside) a reference the kernel's sandbox withholds."""
         dotted = ref.replace(":", ".").rstrip(".")
-        return any(dotted == path or dotted.startswith(path + ".") or path.startswith(dotted + ".")
-                   for path in self.withheld)
+        paths = (path.removesuffix(".*") for path in self.withheld)  # "course_utils.flash.*": the whole module
+        return any(dotted == path or dotted.startswith(path + ".") or path.startswith(dotted + ".") for path in paths)
 
     def resolve(self, tag: dict) -> Any:
         if "$sent_tensor" in tag:
@@ -400,15 +405,44 @@ class Checker:
         except CheckerError:
             raise
         except Exception as error:  # noqa: BLE001 - the error goes back to the kernel's caller
-            return {"raise": {"type": type(error).__name__, "message": str(error)[:2000]}}
+            # its type only: a message of the tests' code can name hidden values or classes, and the
+            # kernel could carry it out (second blind red team: a hidden class's name in the feedback)
+            return {"raise": {"type": type(error).__name__,
+                              "message": f"{type(error).__name__} in the tests' code (its message stays with the grader)"}}
 
     def call(self, target: RemoteObject, args: tuple, kwargs: dict) -> Any:
         watched = [*args, *kwargs.values()]
         local_inputs = [t for t in tensors_in((list(args), kwargs)) if t.requires_grad]
-        reply = self.raw_request(Op.CALL, target=target._ref(), args=self.enc(list(args)), kwargs=self.enc(kwargs),
-                                 modes=REMOTE_MODES.modes())
+        if not self.calls_open:  # the tests may have changed their models since (not a call inside a call)
+            self.lent_state = {id(obj): (obj, _lent_fingerprint(obj)) for obj in self.callbacks.values()
+                               if isinstance(obj, torch.nn.Module)}
+        encoded_args, encoded_kwargs = self.enc(list(args)), self.enc(kwargs)
+        self.calls_open += 1
+        try:
+            reply = self.raw_request(Op.CALL, target=target._ref(), args=encoded_args, kwargs=encoded_kwargs,
+                                     modes=REMOTE_MODES.modes())
+        finally:
+            self.calls_open -= 1
+        for obj, before in list(self.lent_state.values()) if not self.calls_open else []:  # (a lent model runs here)
+            if _lent_fingerprint(obj) != before and WRITABLE.allows(obj) != "anything":
+                raise checks.CheckFailed(
+                    "Your code changed a model the tests lent it (its weights, train/eval mode, requires_grad, "
+                    "dtype or hooks). A model you are given is for reading: compute with it, and put back any mode "
+                    "you switch (00_welcome, In-place and Mode rules).")
         for index, data in (reply.get("after") or {}).items():
-            _write_back(watched[int(index)], self.dec(data))
+            position = int(index)
+            if not 0 <= position < len(watched):
+                raise CheckerError("the kernel reported a change of an argument the call did not have")
+            local = watched[position]
+            if isinstance(local, RemoteObject):  # the kernel's own object: the change is already there
+                continue
+            # a generator is there to be drawn from; checks.by_value marks a copy handed over to be filled
+            declared = "anything" if getattr(local, "__course_by_value__", False) is True else WRITABLE.allows(local)
+            new = self.dec(data)
+            if not (isinstance(local, torch.Generator) or declared == "anything" or (
+                    declared == "requires_grad" and _only_flags_changed(local, new))):
+                raise checks.CheckFailed(_in_place_message(position, len(args), local))
+            _write_back(local, new)
         found = reply.get("mixing")
         if found:
             for owner in REMOTE_MODES.owners(Mode.DEVICE_MIXING):
@@ -478,6 +512,42 @@ def _set_values(local: torch.Tensor, new: torch.Tensor) -> None:
             local.copy_(new.to(local.device))
         else:
             local.data = new.detach().to(local.device)
+
+
+def _lent_fingerprint(module: torch.nn.Module) -> tuple:
+    """What a call through a lent model's methods could change (``load_state_dict``, ``apply``, ``train``,
+    ``requires_grad_``, ``half``, a hook): parameter versions (in-place writes), identities, dtypes, flags,
+    modes, hook counts. Buffers are left out: a forward may update running statistics."""
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+             "_state_dict_hooks", "_load_state_dict_pre_hooks")
+    return ([m.training for m in module.modules()],
+            [(id(p), p._version, p.dtype, p.device, p.requires_grad, tuple(p.shape)) for p in module.parameters()],
+            [id(m) for m in module.modules()],
+            [len(getattr(m, name, ()) or ()) for m in module.modules() for name in hooks])
+
+
+def _only_flags_changed(local: Any, new: Any) -> bool:
+    """Whether the kernel's copy of the model ``local`` differs from it in ``requires_grad`` only."""
+    if not (isinstance(local, torch.nn.Module) and isinstance(new, dict) and isinstance(new.get("module_state"), dict)):
+        return False
+    ours, theirs = local.state_dict(), new["module_state"]
+    if new.get("replaced") or list(ours) != list(theirs) or new.get("training") != [m.training for m in local.modules()]:
+        return False
+    return all(isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b.to(a.device))
+               for a, b in zip(ours.values(), theirs.values()))
+
+
+def _in_place_message(position: int, n_positional: int, local: Any) -> str:
+    """What a call broke when it changed an argument it was given (the In-place and Mode rules)."""
+    which = f"argument {position + 1}" if position < n_positional else "a keyword argument"
+    if isinstance(local, torch.nn.Module):
+        return (f"Your code changed the model passed as {which}: its parameters, its train/eval mode or their "
+                "requires_grad. A model you are given is for reading: compute with it, and put back any mode you "
+                "switch (00_welcome, In-place and Mode rules).")
+    kind = "tensor" if isinstance(local, torch.Tensor) else type(local).__name__
+    return (f"Your code changed {which} (a {kind}) in place. Arguments are for reading: build a new "
+            f"{kind} instead (x = x + y, not x += y; no x[...] =, x.masked_fill_, x.copy_, x.data, "
+            "x.requires_grad_(), .append or .pop on a list you were given) (00_welcome, In-place rule).")
 
 
 def _write_back(local: Any, new: Any) -> None:
@@ -664,6 +734,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
                            f"the tests could not use what your code returned ({type(error).__name__})", evidence)
     finally:
         REMOTE_MODES.clear()
+        WRITABLE.clear()
         torch.set_default_dtype(saved_dtype)
         torch.set_grad_enabled(saved_grad)
         set_default_device(str(saved_device))
