@@ -108,7 +108,10 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--sandbox-repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "grading.md")
-    parser.add_argument("--part", choices=("local", "dask", "all", "targets"), default="all")
+    parser.add_argument("--part", choices=("local", "dask", "all", "targets", "ratio"), default="all")
+    parser.add_argument("--assignments", nargs="*", default=None,
+                        help="--part ratio: the notebooks to time (default: every assignment)")
+    parser.add_argument("--ratio-repeats", type=int, default=3, help="--part ratio: interleaved rounds")
     parser.add_argument("--sim-students", type=int, default=1000)
     parser.add_argument("--sim-seconds", type=float, default=120.0, help="wall time of each simulated run (scaled)")
     parser.add_argument("--quick", action="store_true", help="6 students, 1 sandbox repeat, 30 s simulations")
@@ -124,6 +127,8 @@ def main() -> int:
         same = dask_part(args) and same
     if args.part == "targets":
         targets_part(args)
+    if args.part == "ratio":
+        ratio_part(args)
     return 0 if same else 1
 
 
@@ -393,6 +398,66 @@ def measured_costs(path: Path) -> tuple[dict[str, float], tuple[float, float]]:
     if not durations or cost is None:
         raise SystemExit(f"{path}: no per-notebook seconds or recording cost (run --part dask first)")
     return durations, (float(cost[1]), float(cost[2]))
+
+
+RATIO_HEADER = "## A graded notebook against its bare execution"
+
+
+def ratio_part(args: argparse.Namespace) -> None:
+    """Issue 39, item 1: per notebook, `course execute` (the solution, ci profile, no sandbox: what a
+    student's run costs) against `course grade` of one solution submission (sandbox, checker,
+    nbgrader, scan, similarity, views, recording), the two commands interleaved, median of rounds."""
+    import subprocess
+
+    from course_grader.demo import DemoStudent
+    from course_utils.layout import assignments
+
+    names = args.assignments or assignments(ROOT)
+    course_bin = str(Path(sys.executable).with_name("course"))
+    times: dict[str, dict[str, list[float]]] = {n: {"execute": [], "grade": []} for n in names}
+    with tempfile.TemporaryDirectory(prefix="bench-ratio-") as scratch:
+        course = Path(scratch) / "course"
+        prepare_scratch_course(ROOT, course, names)
+        generate_release(course, names, verbose=False)
+        for name in names:
+            write_submissions(course, name, [DemoStudent("ada-solutions", "solution")])
+
+        def timed(*command: str) -> float:
+            started = time.perf_counter()
+            run = subprocess.run([course_bin, *command], cwd=course, capture_output=True, text=True)
+            if run.returncode:
+                raise SystemExit(f"course {' '.join(command)} failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+            return time.perf_counter() - started
+
+        for round_ in range(args.ratio_repeats):
+            for name in names:  # the two alternate, so a noisy neighbour slows both alike
+                times[name]["execute"].append(timed("execute", name, "--profile", "ci"))
+                times[name]["grade"].append(timed("grade", name, "--workers", "1"))
+                print(f"round {round_ + 1}: {name} execute {times[name]['execute'][-1]:.1f} s, "
+                      f"grade {times[name]['grade'][-1]:.1f} s", flush=True)
+    load = os.getloadavg()
+    lines = [RATIO_HEADER, "",
+             f"Command: `python benchmarks/bench_grading.py {' '.join(sys.argv[1:])}` on {os.cpu_count()} cores "
+             f"({platform.processor() or platform.machine()}), load at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} "
+             f"(1/5/15 min); median of {args.ratio_repeats} interleaved rounds. Execute: `course execute NAME --profile ci` "
+             "(the solution, no sandbox). Grade: `course grade NAME --workers 1` of one solution submission in a scratch "
+             "course (its whole command: sandbox, kernel, checker, nbgrader, scan, similarity, views, recording). "
+             "Target: grade <= 1.25x execute.", "",
+             "| notebook | execute (s) | grade (s) | grade / execute | target met |", "|---|---:|---:|---:|---|"]
+    for name in names:
+        execute, grade = statistics.median(times[name]["execute"]), statistics.median(times[name]["grade"])
+        lines.append(f"| {name} | {execute:.1f} | {grade:.1f} | {grade / execute:.2f} | "
+                     f"{'yes' if grade <= 1.25 * execute else 'no'} |")
+    section = "\n".join(lines) + "\n"
+    old = args.out.read_text() if args.out.exists() else ""
+    if RATIO_HEADER in old:
+        before, after = old.split(RATIO_HEADER, 1)
+        rest = after[after.index("\n## "):] if "\n## " in after else ""
+        new = before + section + rest
+    else:
+        new = old.rstrip("\n") + "\n\n" + section
+    args.out.write_text(new)
+    print(section)
 
 
 def targets_part(args: argparse.Namespace) -> None:
