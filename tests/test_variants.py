@@ -423,3 +423,38 @@ def test_the_seed_goes_to_the_checker_never_to_the_kernel(tmp_path, monkeypatch)
     db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     assert checker_environment(db_url, "nobody", A) == {ENV_SEED: ""}
     assert checker_environment(None, None, None) == {ENV_SEED: ""}
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")  # a curated mistake's K.T on 4-d inputs
+@pytest.mark.parametrize("assignment", sorted(TESTS))
+def test_curated_mistakes_are_rejected_in_every_variant(notebooks, assignment):
+    """Each wrong answer of tests/mistakes/NN.py that a variant test must reject is rejected by it in
+    5 students' variants, not only in the course's own values (the checker's run, in this process)."""
+    import importlib.util
+
+    from course_utils.cells import read, solution_code
+
+    notebook = notebooks(assignment)
+    spec = importlib.util.spec_from_file_location(f"mistakes_{assignment}", ROOT / "tests" / "mistakes" / f"{assignment}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    solution = solution_code(read(ROOT / "solutions" / assignment / f"{assignment}.ipynb"))
+    variant_tests = set(TESTS[assignment].values())
+    checked = 0
+    for mistake in module.MISTAKES:
+        rejecting = [t for t in mistake.rejected_by if t in variant_tests]
+        if not rejecting:
+            continue
+        checked += 1
+        wrong = mistake.apply(solution[mistake.cell])
+        for i in range(5):
+            namespace = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in notebook["namespace"].items()}
+            try:
+                _run(wrong, namespace)
+            except Exception:  # noqa: BLE001 - an answer that does not even define itself is rejected
+                continue
+            for test in rejecting:
+                with pytest.raises(Exception):  # noqa: B017, PT011 - any failed check
+                    _as_checker(seed_of(i, assignment), notebook["tests"][test], namespace)
+    assert checked >= 10
