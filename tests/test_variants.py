@@ -291,12 +291,13 @@ def test_output_hard_coded_from_student_a_fails_student_b(notebooks, assignment,
     source = notebook["tests"][TESTS[assignment][exercise]]
     pairs = random.Random(37).sample([(a, b) for a in range(40) for b in range(40) if a != b], 100)
     failed = 0
-    for a, b in pairs:
+    for a in sorted({a for a, _ in pairs}):  # each A's outputs recorded once, replayed to each of its Bs
         replay = Replay()
         namespace = _hard_coded(exercise, notebook["namespace"], replay)
         assert _passes(seed_of(a, assignment), source, dict(namespace), replay, "record")
         assert _passes(seed_of(a, assignment), source, dict(namespace), replay, "replay"), "the copy passes its own variant"
-        failed += not _passes(seed_of(b, assignment), source, dict(namespace), replay, "replay")
+        for b in (b for a_, b in pairs if a_ == a):
+            failed += not _passes(seed_of(b, assignment), source, dict(namespace), replay, "replay")
     assert failed >= 95, f"{exercise}: A's hard-coded outputs failed B's hidden tests in only {failed} of 100 pairs"
 
 
