@@ -48,3 +48,12 @@ def test_depth_sweep_benchmark_runs_the_notebooks_sweep_over_seeds(tmp_path):
     text = (tmp_path / "depth-sweep-cpu.md").read_text()
     assert "| residual + LayerNorm |" in text and "seeds [0, 1]" in text
     assert "| residual + LayerNorm learns at every depth | " in text and " of 2 |" in text
+
+
+def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
+    """Notebooks 02 and 08 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
+    _run(tmp_path, "bench_seed_spread.py", "--seeds", "0", "1", "--small")
+    text02 = (tmp_path / "seed-spread-02-cpu.md").read_text()
+    assert "| attention |" in text02 and "model seeds [0, 1]" in text02 and " of 2 |" in text02
+    text08 = (tmp_path / "seed-spread-08-cpu.md").read_text()
+    assert "| transformer |" in text08 and "| the transformer is ahead of the RNN + attention" in text08 and " of 2 |" in text08
