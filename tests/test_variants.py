@@ -459,3 +459,19 @@ def test_curated_mistakes_are_rejected_in_every_variant(notebooks, assignment):
                 with pytest.raises(Exception):  # noqa: B017, PT011 - any failed check
                     _as_checker(seed_of(i, assignment), notebook["tests"][test], namespace)
     assert checked >= 10
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a process's environment from /proc")
+def test_a_checker_started_without_the_fork_server_gets_the_seed_too(monkeypatch):
+    """``COURSE_CHECKER_FORK=off``: the checker is its own process, started with the seed in its
+    environment (the forked path is graded end to end above); only COURSE_ variables are taken."""
+    from course_grader.grading.checker import CheckerProcess
+
+    monkeypatch.setenv("COURSE_CHECKER_FORK", "off")
+    checker = CheckerProcess({ENV_SEED: "ab" * 32, "PATH": "/nowhere"})
+    try:
+        assert checker.process is not None
+        environ = Path(f"/proc/{checker.process.pid}/environ").read_bytes().split(b"\0")
+        assert f"{ENV_SEED}={'ab' * 32}".encode() in environ and b"PATH=/nowhere" not in environ
+    finally:
+        checker.close()
