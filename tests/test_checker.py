@@ -250,6 +250,23 @@ def test_a_model_the_tests_lend_cannot_be_changed_through_its_methods(kernel):
     assert result.ok, result.evalue
 
 
+def test_an_allocation_log_around_backward_sees_the_answers_backward_pass(kernel):
+    # 13's TiledAttention: a backward that rebuilds the whole T x T matrix escaped, because the kernel's
+    # backward pass (run for the checker's .backward()) was not recorded
+    answer = (
+        "class Outer(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        ctx.save_for_backward(x)\n        return x * 2\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        (x,) = ctx.saved_tensors\n"
+        "        big = x[:, None] * x[None, :]\n        return g * 2 + 0 * big.sum(-1)\n"
+    )
+    test = ("### BEGIN HIDDEN TESTS\nx = torch.randn(300, requires_grad=True)\ny = Outer.apply(x)\n"
+            "with AllocationLog() as log:\n    y.sum().backward()\n"
+            "check_close(x.grad, torch.full((300,), 2.0), 'gradient')\n"
+            "check(log.largest < 1000, f'backward built {log.largest_shape}')\n### END HIDDEN TESTS\n")
+    result = _check(kernel, answer, test)
+    assert not result.ok and "(300, 300)" in result.evalue, result
+
+
 def test_a_switched_off_watch_is_reported(kernel):
     answer = ("import sys\nfrom course_utils.attention import scaled_dot_product_attention as _ref\n"
               "def attention(q, k, v):\n    sys.setprofile(None)\n    return _ref(q, k, v)\n")

@@ -805,6 +805,45 @@ class TiledAttention(torch.autograd.Function):
         kind='argument',
     ),
     Mistake(
+        cell='TiledAttention',
+        name='backward recomputes P for the whole sequence at once (exact gradients, T x T memory)',
+        rejected_by=('test_TiledAttention',),
+        source="""\
+class TiledAttention(torch.autograd.Function):
+    \"\"\"(out, lse); the backward recomputes P from q, k and lse, but for all keys at once.\"\"\"
+
+    @staticmethod
+    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):
+        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)
+        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)
+        ctx.causal = causal
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, d_out, d_lse):
+        q, k, v, out, lse, key_padding_mask = ctx.saved_tensors
+        acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+        scale = 1.0 / math.sqrt(q.shape[-1])
+        d_out = torch.zeros_like(out) if d_out is None else d_out
+        d_lse = torch.zeros_like(lse) if d_lse is None else d_lse
+        qa, ka, va, do, dl = q.to(acc), k.to(acc), v.to(acc), d_out.to(acc), d_lse.to(acc)
+        s = qa @ ka.transpose(-2, -1) * scale
+        if key_padding_mask is not None:
+            s = s.masked_fill(~key_padding_mask[:, None, None, :].to(q.device), float("-inf"))
+        if ctx.causal:
+            rows = torch.arange(q.shape[-2], device=q.device)[:, None]
+            cols = torch.arange(k.shape[-2], device=q.device)[None, :]
+            s = s.masked_fill(cols > rows, float("-inf"))
+        lse_safe = torch.where(torch.isneginf(lse), torch.zeros_like(lse), lse).to(acc)
+        p = torch.exp(s - lse_safe[..., None])
+        D = (do * out.to(acc)).sum(-1, keepdim=True)
+        ds = p * (do @ va.transpose(-2, -1) - D + dl[..., None])
+        dq, dk, dv = ds @ ka * scale, ds.transpose(-2, -1) @ qa * scale, p.transpose(-2, -1) @ do
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None
+""",
+        kind='structure',
+    ),
+    Mistake(
         cell='decoder_kv_cache_bytes',
         name='typed-in table of bytes per dtype (no bfloat16)',
         rejected_by=('test_kv_cache_bytes',),

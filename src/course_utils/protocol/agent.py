@@ -382,20 +382,34 @@ class _Session:
         return reply
 
     def op_backward(self, request: dict) -> dict:
+        from course_utils.checks.allocations import AllocationLog
+
         inputs, outputs = self.graphs[int(request["graph"])]
         grads = self.dec(request["grads"])
         pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
         for t in inputs:
             t.grad = None
-        if pairs:
-            torch.autograd.backward([o for o, _ in pairs], [g.to(o.device, o.dtype) for o, g in pairs], retain_graph=True)
+        # checks.AllocationLog around the tests' backward(): the answer's backward pass is recorded here too
+        logs = [AllocationLog() for mode in request.get("modes", []) if Mode(mode[0]) is Mode.ALLOCATIONS][:1]
+        leave = _enter(list(logs))
+        try:
+            if pairs:
+                torch.autograd.backward([o for o, _ in pairs], [g.to(o.device, o.dtype) for o, g in pairs], retain_graph=True)
+        except BaseException as error:
+            leave(error)
+            raise
+        else:
+            leave(None)
         sent = {}
         for number, obj in self.received.values():  # the checker's own models: their gradients go back
             if isinstance(obj, torch.nn.Module):
                 sent[number] = [p.grad for p in obj.parameters()]
                 for p in obj.parameters():
                     p.grad = None
-        return {"value": self.enc([t.grad for t in inputs]), "sent_grads": self.enc(sent)}
+        reply = {"value": self.enc([t.grad for t in inputs]), "sent_grads": self.enc(sent)}
+        if logs:
+            reply["allocations"] = logs[0].report()
+        return reply
 
 
 class _CheckerObject:

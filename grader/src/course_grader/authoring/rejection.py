@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -44,6 +44,7 @@ class Rejection:
     mistake: Mistake | Accepted | None
     failed_tests: tuple[str, ...]
     problem: str = ""
+    errors: dict[str, str] = field(default_factory=dict)  # (the solution run) each failed test cell's error
 
     @property
     def ok(self) -> bool:
@@ -61,7 +62,8 @@ class Rejection:
         if self.problem:
             return f"{self.assignment}: {what}: {self.problem}"
         if self.mistake is None:
-            return f"{self.assignment}: solution fails {list(self.failed_tests)}"
+            why = "".join(f"\n    {gid}: {self.errors.get(gid, '')[:400]}" for gid in self.failed_tests if self.errors.get(gid))
+            return f"{self.assignment}: solution fails {list(self.failed_tests)}{why}"
         if isinstance(self.mistake, Accepted):
             return f"{self.assignment}: {what} is rejected by {list(self.failed_tests)}"
         kept = sorted(set(self.mistake.rejected_by) - set(self.failed_tests))
@@ -97,11 +99,13 @@ class _Kernel:
         """Start the kernel and run the solution top to bottom: (test cells that failed, problem)."""
         self._open.enter_context(self.client.setup_kernel())
         failed: list[str] = []
+        self.errors: dict[str, str] = {}
         for index in sorted(solutions):
             error = self.run(index, solutions[index])
             grade_id = nbgrader_meta(self.nb.cells[index]).get("grade_id")
             if error and grade_id in tests:
                 failed.append(grade_id)
+                self.errors[grade_id] = error
             elif error:
                 return failed, f"cell {index} of the solution raised {error}"
         return failed, ""
@@ -213,7 +217,8 @@ def check_rejections(
                 failed, problem = [], ""
             else:
                 failed, problem = kernel.start(solutions, tests)
-            results = [Rejection(assignment, None, () if problem else tuple(failed), problem)]
+            results = [Rejection(assignment, None, () if problem else tuple(failed), problem,
+                                 errors=dict(getattr(kernel, "errors", {})))]
             if failed or problem:
                 return results
             for mistake in mistakes:

@@ -341,6 +341,9 @@ class Checker:
         reply = self.raw_request(op, **fields)
         if "sent_grads" in reply:
             self._receive_grads(self.dec(reply["sent_grads"]))
+        if op is Op.BACKWARD and "allocations" in reply:  # checks.AllocationLog: the answer's backward pass
+            for owner in REMOTE_MODES.owners(Mode.ALLOCATIONS):
+                owner.absorb(reply["allocations"])
         return self.dec(reply["value"])
 
     def _receive_grads(self, sent: Any) -> None:
@@ -459,7 +462,7 @@ class Checker:
 
     def _backward_in_kernel(self, graph: int, n_inputs: int, grads: list) -> list:
         """Run backward through the kernel's graph of one call: the gradients of its inputs."""
-        answer = self.request(Op.BACKWARD, graph=graph, grads=self.enc(grads))
+        answer = self.request(Op.BACKWARD, graph=graph, grads=self.enc(grads), modes=REMOTE_MODES.modes())
         if not isinstance(answer, list) or len(answer) != n_inputs:
             raise CheckerError("the kernel's backward pass returned the wrong number of gradients")
         return answer
@@ -533,8 +536,9 @@ def _only_flags_changed(local: Any, new: Any) -> bool:
     ours, theirs = local.state_dict(), new["module_state"]
     if new.get("replaced") or list(ours) != list(theirs) or new.get("training") != [m.training for m in local.modules()]:
         return False
-    return all(isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b.to(a.device))
-               for a, b in zip(ours.values(), theirs.values()))
+    return all(isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and (
+        "meta" in (a.device.type, b.device.type) or torch.equal(a, b.to(a.device)))  # a meta tensor has no values
+        for a, b in zip(ours.values(), theirs.values()))
 
 
 def _in_place_message(position: int, n_positional: int, local: Any) -> str:
