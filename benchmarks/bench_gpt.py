@@ -33,7 +33,8 @@ from _common import write_result  # noqa: E402
 
 from course_utils.benchmark import synchronize  # noqa: E402
 from course_utils.device import get_device  # noqa: E402
-from course_utils.gpt import GPT, GPTConfig, generation_speed, lm_batch, lm_train_step  # noqa: E402
+from course_utils.benchmark import generation_speed  # noqa: E402
+from course_utils.gpt import GPT, GPTConfig, generate, lm_batch, lm_train_step  # noqa: E402
 
 VOCAB = 96  # about the character vocabulary of the notebook's corpus
 NOTEBOOK_10 = GPTConfig(VOCAB, block_size=128, n_layer=4, n_head=4, d_model=128)
@@ -194,7 +195,7 @@ def main() -> int:
     for name, config in generation.items():
         torch.manual_seed(0)
         model = GPT(config).to(device).eval()
-        r = generation_speed(model, repeats=args.repeats, device=device)
+        r = generation_speed(model, generate, repeats=args.repeats, device=device)
         all_identical &= r["identical"]
         target = CACHE_TARGETS.get(config.block_size) if config.d_model == 128 else None
         met = target is None or r["speedup"] >= target

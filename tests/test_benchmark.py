@@ -1,5 +1,6 @@
 """Unit tests of course_utils.benchmark."""
 
+import pytest
 import torch
 
 from course_utils.benchmark import PeakMemory, peak_memory, time_call
@@ -32,3 +33,14 @@ def test_views_are_not_counted_twice_and_quadratic_growth_is_seen():
 def test_time_call_returns_positive_median():
     t = time_call(lambda: torch.randn(10, 10) @ torch.randn(10, 10), repeats=3)
     assert 0 < t < 1
+
+
+def test_generation_speed_times_a_generate_function_with_and_without_the_cache():
+    from course_utils.benchmark import generation_speed
+    from course_utils.gpt import GPT, GPTConfig, generate
+
+    torch.manual_seed(6)
+    m = GPT(GPTConfig(vocab_size=31, block_size=16, n_layer=1, n_head=2, d_model=16)).eval()
+    r = generation_speed(m, generate, prompt_len=4, new_tokens=8, repeats=1)
+    assert r["identical"] and r["with_cache"] > 0 and r["without_cache"] > 0
+    assert r["speedup"] == pytest.approx(r["with_cache"] / r["without_cache"])

@@ -9,7 +9,7 @@ import torch
 
 from course_utils.gpt import (
     GPT, GPTClassifier, GPTConfig, KVCache, bigram_log_probs, bigram_loss, continuation_log_likelihood,
-    encode_padded, generate, generation_speed, gpt2_init_, last_token_pool, lm_batch, lm_train_step, train_lm,
+    encode_padded, generate, gpt2_init_, last_token_pool, lm_batch, lm_train_step, train_lm,
     warmup_cosine,
 )
 from course_utils.corpus import CharTokenizer
@@ -202,13 +202,6 @@ def test_generate_with_top_p_zero_is_greedy():
     prompt = torch.randint(0, 31, (2, 4))
     sampled = generate(m, prompt, 6, temperature=1.0, top_p=0.0, generator=torch.Generator().manual_seed(0))
     assert torch.equal(sampled, generate(m, prompt, 6, temperature=0))  # top_p = 0 samples the argmax: greedy
-
-
-def test_generation_speed_reports_identical_tokens():
-    m = small_model(seed=6)
-    r = generation_speed(m, prompt_len=4, new_tokens=8, repeats=1)
-    assert r["identical"] and r["with_cache"] > 0 and r["without_cache"] > 0
-    assert r["speedup"] == pytest.approx(r["with_cache"] / r["without_cache"])
 
 
 # ---------------------------------------------------------------- data, baseline, training, classification

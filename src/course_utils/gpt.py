@@ -18,14 +18,13 @@ V vocab_size. Masks follow :mod:`course_utils.masking` (boolean, True = allowed)
   exercise writes its own), :func:`train_lm` (the loop, which takes any such step as ``step_fn``).
 - prompting: :func:`continuation_log_likelihood` (how likely a continuation is after a prompt).
 - classification: :func:`last_token_pool`, :class:`GPTClassifier`, :func:`encode_padded`.
-- :func:`generation_speed` -- tokens/s with and without the KV cache (notebook 10 times it; the
-  training-speed benchmark lives in ``benchmarks/bench_gpt.py``).
+(Generation speed with and without the KV cache is timed by :func:`course_utils.benchmark.generation_speed`;
+the training-speed benchmark lives in ``benchmarks/bench_gpt.py``.)
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -34,9 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.benchmark import synchronize
 from course_utils.blocks import FeedForward, LayerNorm
-from course_utils.device import cpu_threads as threads_for_cpu  # the argument below is named cpu_threads
 from course_utils.masking import causal_mask
 from course_utils.multihead import merge_heads, split_heads
 from course_utils.progress import progress
@@ -49,7 +46,6 @@ __all__ = [
     "lm_batch", "bigram_log_probs", "bigram_loss", "estimate_loss", "lm_train_step", "warmup_cosine", "train_lm",
     "continuation_log_likelihood",
     "last_token_pool", "GPTClassifier", "encode_padded",
-    "generation_speed",
 ]
 
 
@@ -443,39 +439,3 @@ def encode_padded(texts: Sequence[str], tokenizer, pad_id: int = 0) -> tuple[tor
     for row, s in enumerate(seqs):
         ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
     return ids, lengths
-
-
-# --------------------------------------------------------------------------- benchmarks
-@torch.no_grad()
-def generation_speed(
-    model: GPT, prompt_len: int = 16, new_tokens: int | None = None, batch_size: int = 1,
-    repeats: int = 3, device: torch.device | str = "cpu", seed: int = 0, cpu_threads: int | None = 1,
-) -> dict:
-    """Greedy generation tokens/s with and without the KV cache (median of ``repeats``, interleaved).
-
-    ``new_tokens`` defaults to filling the context (``block_size - prompt_len``), so the cache is never
-    rebuilt. Returns ``{"with_cache", "without_cache", "speedup", "identical"}``.
-
-    On the CPU both are timed with ``cpu_threads`` threads (default 1): batch-1 decoding of a small
-    model is a chain of tiny operations, and extra threads only add synchronisation (on a busy
-    machine, a lot of it). ``None`` keeps torch's setting.
-    """
-    new_tokens = model.config.block_size - prompt_len if new_tokens is None else new_tokens
-    gen = torch.Generator().manual_seed(seed)
-    prompt = torch.randint(0, model.config.vocab_size, (batch_size, prompt_len), generator=gen).to(device)
-    result, outputs = {}, {}
-    times: dict[bool, list[float]] = {True: [], False: []}
-    with threads_for_cpu(cpu_threads if torch.device(device).type == "cpu" else None):
-        for repeat in range(repeats + 1):  # the first round warms up; then the two alternate, so a noisy
-            for use_cache in (True, False):  # neighbour slows both alike
-                synchronize(device)
-                start = time.perf_counter()
-                outputs[use_cache] = generate(model, prompt, new_tokens, temperature=0, use_cache=use_cache)
-                synchronize(device)
-                if repeat:
-                    times[use_cache].append(time.perf_counter() - start)
-    for use_cache, key in ((True, "with_cache"), (False, "without_cache")):
-        result[key] = batch_size * new_tokens / statistics.median(times[use_cache])
-    result["speedup"] = result["with_cache"] / result["without_cache"]
-    result["identical"] = bool(torch.equal(outputs[True], outputs[False]))
-    return result
