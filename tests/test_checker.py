@@ -248,6 +248,20 @@ def test_a_model_the_tests_lend_cannot_be_changed_through_its_methods(kernel):
         assert not result.ok and "changed a model the tests lent it" in result.evalue, (name, result)
     result = _check(kernel, answer, lent + "check_close(run_in_eval(ref, x), ref(x), 'output')\ncheck(ref.training, 'mode')\n")
     assert result.ok, result.evalue
+    # third blind red team: a model kept from one call and changed while the kernel answers another question
+    # (here an attribute read), and a buffer replaced
+    answer = (
+        "kept = []\ndef keep(m):\n    kept.append(m)\n    return 0\n"
+        "class Box:\n    @property\n    def value(self):\n"
+        "        kept[-1].load_state_dict({k: v * 0 for k, v in kept[-1].state_dict().items()})\n        return 1\n"
+        "box = Box()\n"
+        "def unmask(m, x):\n    m.register_buffer('mask', torch.ones(2, dtype=torch.bool))\n    return m(x)\n"
+    )
+    result = _check(kernel, answer, lent + "keep(ref)\ncheck(box.value == 1, 'value')\n")
+    assert not result.ok and "changed a model the tests lent it" in result.evalue, result
+    masked = lent.replace("self.f = torch.nn.Linear(2, 2)", "self.f = torch.nn.Linear(2, 2)\n        self.register_buffer('mask', torch.zeros(2, dtype=torch.bool))")
+    result = _check(kernel, answer, masked + "unmask(ref, x)\n")
+    assert not result.ok and "changed a model the tests lent it" in result.evalue, result
 
 
 def test_an_allocation_log_around_backward_sees_the_answers_backward_pass(kernel):

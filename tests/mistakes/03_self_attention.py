@@ -26,6 +26,22 @@ MISTAKES = [
     Mistake(cell="stable_softmax", name="calls torch.softmax instead of building it", kind="ban",
             rejected_by=("test_stable_softmax",),
             source="def stable_softmax(x, dim=-1):\n    return torch.softmax(x, dim=dim)\n"),
+    # third blind red team: a softmax computed by a fused attention call over an identity (14/14 before the
+    # ban covered functions that compute a softmax inside)
+    Mistake(cell="stable_softmax", name="softmax through F.scaled_dot_product_attention over an identity", kind="ban",
+            rejected_by=("test_stable_softmax",),
+            source="def stable_softmax(x, dim=-1):\n    z = x.movedim(dim, -1)\n"
+                   "    eye = torch.eye(z.shape[-1], dtype=z.dtype, device=z.device)\n"
+                   "    p = F.scaled_dot_product_attention(z.unsqueeze(-2), eye, eye, scale=1.0).squeeze(-2)\n"
+                   "    return p.movedim(-1, dim)\n"),
+    # third blind red team: the textbook numbers plus noise sized to the sample count, no q or k drawn
+    # (14/14 before the ratio check: every other check is statistical)
+    Mistake(cell="dot_product_variance", name="textbook values plus noise, nothing drawn from q and k", kind="statistics",
+            rejected_by=("test_dot_product_variance",),
+            source="def dot_product_variance(d, n_samples, generator):\n"
+                   "    z = torch.randn(2, generator=generator, dtype=torch.float64)\n"
+                   "    s = (8.0 / n_samples) ** 0.5\n"
+                   "    return float(d * abs(1 + s * z[0])), float(abs(1 + s * z[1]))\n"),
     Mistake(cell="attention", name="softmax over the queries axis", kind="logic",
             rejected_by=("test_attention",), replace=(("stable_softmax(scores, dim=-1)", "stable_softmax(scores, dim=-2)"),)),
     Mistake(cell="attention", name="unnormalised scores as weights", kind="logic",

@@ -142,17 +142,23 @@ def check_defined_here(obj: Any, name: str) -> None:
               "define it in the answer cell (def/class), without importing the course's version.")
 
 
+# torch functions that compute a banned one inside them: banning the one bans these too (third blind
+# red team: a softmax as F.scaled_dot_product_attention(x, I, I, scale=1) passed 03's softmax ban)
+_COMPUTED_INSIDE = {"softmax": ("scaled_dot_product_attention",)}
+
+
 @contextmanager
 def banned_calls(*function_names: str, name: str = "your answer", hint: str | None = None) -> Iterator[None]:
     """Fail when code run inside the block calls a torch function with one of these names.
 
     ``banned_calls("softmax")`` catches ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``,
-    ``nn.Softmax``, ``torch.special.softmax`` and ``torch._softmax``; list ``"log_softmax"``
-    too to stop ``log_softmax().exp()``.
+    ``nn.Softmax``, ``torch.special.softmax`` and ``torch._softmax``, and ``F.scaled_dot_product_attention``
+    (a softmax inside); list ``"log_softmax"`` too to stop ``log_softmax().exp()``.
     """
     __tracebackhide__ = True
     names = set(function_names)
-    names |= {f"special_{n}" for n in function_names} | {f"_{n}" for n in function_names}
+    names |= {inner for n in function_names for inner in _COMPUTED_INSIDE.get(n, ())}
+    names |= {f"special_{n}" for n in names} | {f"_{n}" for n in names}
     torch_dir = os.path.dirname(torch.__file__)
     used: list[str] = []
 

@@ -188,9 +188,9 @@ class Checker:
                                f"({type(obj).__name__})")
         number = len(self.callbacks) + 1
         self.callbacks[number] = obj
-        if isinstance(obj, torch.nn.Module) and not self.calls_open:  # lent as an argument: the call must leave it so
-            self.lent_state.setdefault(id(obj), (obj, _lent_fingerprint(obj)))  # (one lent during a call may
-            # already carry that call's changes; as a submodule, its parent's fingerprint covers it)
+        if isinstance(obj, torch.nn.Module) and not self.calls_open:  # lent with a question: it must leave it so
+            self.lent_state.setdefault(id(obj), (obj, _lent_fingerprint(obj)))  # (one lent during a question may
+            # already carry its changes; as a submodule, its parent's fingerprint covers it)
         return {"$callback": number}
 
     def _runs_withheld(self, obj: Any) -> bool:
@@ -322,9 +322,24 @@ class Checker:
             "grad": torch.is_grad_enabled(),
             "device": str(torch.get_default_device()),
         }
-        reply = self.link.exchange({"op": op, "context": context, "writes": self._local_writes(), **fields})
-        while "callback" in reply or "callback_backward" in reply:  # the kernel calls one of our functions
-            reply = self.link.exchange(self._run_callback(reply))
+        outermost = not self.calls_open  # the tests' own question, not one asked inside a callback
+        if outermost:  # the tests may have changed their models since the last question
+            self.lent_state = {id(obj): (obj, _lent_fingerprint(obj)) for obj in self.callbacks.values()
+                               if isinstance(obj, torch.nn.Module)}
+        self.calls_open += 1
+        try:
+            reply = self.link.exchange({"op": op, "context": context, "writes": self._local_writes(), **fields})
+            while "callback" in reply or "callback_backward" in reply:  # the kernel calls one of our functions
+                reply = self.link.exchange(self._run_callback(reply))
+        finally:
+            self.calls_open -= 1
+        if outermost:  # a lent model runs here: whatever question the kernel answered, it must be as it was
+            for obj, before in list(self.lent_state.values()):
+                if _lent_fingerprint(obj) != before and WRITABLE.allows(obj) != "anything":
+                    raise checks.CheckFailed(
+                        "Your code changed a model the tests lent it (its weights, buffers, train/eval mode, "
+                        "requires_grad, dtype or hooks). A model you are given is for reading: compute with it, and "
+                        "put back any mode you switch (00_welcome, In-place and Mode rules).")
         self._note_kernel_rng(reply, sent)
         for item in (reply.get("evidence") or [])[:MAX_EVIDENCE] if isinstance(reply.get("evidence"), list) else []:
             text = str(item)[:300]
@@ -339,7 +354,7 @@ class Checker:
 
     def request(self, op: Op, **fields: Any) -> Any:
         reply = self.raw_request(op, **fields)
-        if "sent_grads" in reply:
+        if "sent_grads" in reply and op is Op.BACKWARD:  # only a backward pass gives our models gradients
             self._receive_grads(self.dec(reply["sent_grads"]))
         if op is Op.BACKWARD and "allocations" in reply:  # checks.AllocationLog: the answer's backward pass
             for owner in REMOTE_MODES.owners(Mode.ALLOCATIONS):
@@ -416,22 +431,8 @@ class Checker:
     def call(self, target: RemoteObject, args: tuple, kwargs: dict) -> Any:
         watched = [*args, *kwargs.values()]
         local_inputs = [t for t in tensors_in((list(args), kwargs)) if t.requires_grad]
-        if not self.calls_open:  # the tests may have changed their models since (not a call inside a call)
-            self.lent_state = {id(obj): (obj, _lent_fingerprint(obj)) for obj in self.callbacks.values()
-                               if isinstance(obj, torch.nn.Module)}
-        encoded_args, encoded_kwargs = self.enc(list(args)), self.enc(kwargs)
-        self.calls_open += 1
-        try:
-            reply = self.raw_request(Op.CALL, target=target._ref(), args=encoded_args, kwargs=encoded_kwargs,
-                                     modes=REMOTE_MODES.modes())
-        finally:
-            self.calls_open -= 1
-        for obj, before in list(self.lent_state.values()) if not self.calls_open else []:  # (a lent model runs here)
-            if _lent_fingerprint(obj) != before and WRITABLE.allows(obj) != "anything":
-                raise checks.CheckFailed(
-                    "Your code changed a model the tests lent it (its weights, train/eval mode, requires_grad, "
-                    "dtype or hooks). A model you are given is for reading: compute with it, and put back any mode "
-                    "you switch (00_welcome, In-place and Mode rules).")
+        reply = self.raw_request(Op.CALL, target=target._ref(), args=self.enc(list(args)), kwargs=self.enc(kwargs),
+                                 modes=REMOTE_MODES.modes())
         for index, data in (reply.get("after") or {}).items():
             position = int(index)
             if not 0 <= position < len(watched):
@@ -519,12 +520,13 @@ def _set_values(local: torch.Tensor, new: torch.Tensor) -> None:
 
 def _lent_fingerprint(module: torch.nn.Module) -> tuple:
     """What a call through a lent model's methods could change (``load_state_dict``, ``apply``, ``train``,
-    ``requires_grad_``, ``half``, a hook): parameter versions (in-place writes), identities, dtypes, flags,
-    modes, hook counts. Buffers are left out: a forward may update running statistics."""
+    ``requires_grad_``, ``half``, ``register_buffer``, a hook): parameter and buffer versions (in-place writes),
+    identities, dtypes, flags, modes, hook counts."""
     hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
              "_state_dict_hooks", "_load_state_dict_pre_hooks")
+    tensors = itertools.chain(module.parameters(), module.buffers())  # (the course's models keep no running statistics)
     return ([m.training for m in module.modules()],
-            [(id(p), p._version, p.dtype, p.device, p.requires_grad, tuple(p.shape)) for p in module.parameters()],
+            [(id(t), t._version, t.dtype, t.device, t.requires_grad, tuple(t.shape)) for t in tensors],
             [id(m) for m in module.modules()],
             [len(getattr(m, name, ()) or ()) for m in module.modules() for name in hooks])
 
