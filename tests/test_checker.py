@@ -385,8 +385,10 @@ def test_names_the_test_cell_binds_itself_are_never_asked_for():
     from course_grader.grading.checker.checker import _names_used
 
     source = ("from course_utils.checks import check\ns_copy = torch.randn(3)\ncheck(f(s_copy) is not None, 'm')\n"
-              "model = model.eval()\nys = [t * 2 for t in X_train]\ndef helper(arg):\n    return arg + W\n")
-    assert _names_used(ast.parse(source)) == ["W", "X_train", "f", "model", "t", "torch"]
+              "model = model.eval()\nys = [t * 2 for t in X_train]\ndef helper(arg):\n    return arg + W\n"
+              "few = {seed: g(seed) for seed, _ in pairs}\ntry:\n    g(0)\nexcept ValueError as error:\n    print(error)\n")
+    # (third blind red team: comprehension and except-as variables of hidden tests were asked for by name)
+    assert _names_used(ast.parse(source)) == ["W", "X_train", "f", "g", "model", "pairs", "torch"]
 
 
 def test_a_lent_object_leads_to_no_frame_module_or_builtin_of_the_checker(kernel, tmp_path):

@@ -668,6 +668,12 @@ def _names_used(tree: ast.AST) -> list[str]:
         elif isinstance(node, ast.alias):
             name = (node.asname or node.name).split(".")[0]
             defined[name] = min(defined.get(name, line), line)
+        elif isinstance(node, ast.comprehension):  # [f(seed) for seed in ...]: bound before the read
+            for target in ast.walk(node.target):
+                if isinstance(target, ast.Name):
+                    defined[target.id] = min(defined.get(target.id, target.lineno), target.lineno)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            defined[node.name] = min(defined.get(node.name, line), line)
     names = {name for name, line in loaded.items()
              if not (line > assigned.get(name, line) or line >= defined.get(name, line + 1))}
     return sorted(names - set(dir(builtins)))
