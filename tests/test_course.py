@@ -57,3 +57,36 @@ def test_a_courses_cell_limit_is_the_one_nbgrader_is_given(course_dir, monkeypat
     with (course_dir / "nbgrader_config.py").open("a") as config:
         config.write("\nc.Execute.timeout = 77\n")
     assert Course.open(course_dir, profile="cpu").cell_timeout == 77
+
+
+def test_a_course_finds_each_nbgrader_step_where_its_configuration_puts_it(course_dir):
+    """``path(step, student, assignment)`` is nbgrader's ``format_path``: the folder names come from the
+    course's nbgrader_config.py (source and release renamed there), nbgrader's defaults elsewhere; the old
+    properties say the same; and a folder renamed in the configuration moves every path with it."""
+    course = Course.open(course_dir)
+    root = course.root
+    assert course.path("source") == course.solutions == root / "solutions"
+    assert course.path("release", assignment="00_welcome") == root / "notebooks" / "00_welcome"
+    assert course.path("submitted", "ada", "00_welcome") == course.submitted / "ada" / "00_welcome"
+    assert course.path("autograded", "ada") == root / "autograded" / "ada"
+    assert course.path("feedback", "ada", "00_welcome") == root / "feedback" / "ada" / "00_welcome"
+    for wrong in (lambda: course.path("solutions"), lambda: course.path("source", "ada"),
+                  lambda: course.path("submitted", assignment="00_welcome")):
+        with pytest.raises(ValueError):
+            wrong()
+    with (course_dir / "nbgrader_config.py").open("a") as config:
+        config.write('\nc.CourseDirectory.submitted_directory = "inbox"\n')
+    moved = Course.open(course_dir)
+    assert moved.path("submitted", "ada", "00_welcome") == moved.submitted / "ada" / "00_welcome" == (
+        root / "inbox" / "ada" / "00_welcome")
+    assert moved.path("release") == root / "notebooks", "only the renamed step moves"
+
+
+def test_a_courses_own_build_folders_keep_their_place(course_dir):
+    course = Course.open(course_dir)
+    assert {kind: course.build_dir(kind).relative_to(course.root).as_posix() for kind in
+            ("executed", "flags", "manual", "grading", "demo-class", "student-dist")} == {
+        "executed": "build/executed", "flags": "build/flags", "manual": "build/manual",
+        "grading": "build/grading", "demo-class": "build/demo-class", "student-dist": "build/student-dist"}
+    with pytest.raises(ValueError, match="no build folder 'reviews'"):
+        course.build_dir("reviews")

@@ -11,15 +11,34 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
-__all__ = ["Course", "GRADING_PROFILE", "UnknownAssignment"]
+__all__ = ["BUILD_KINDS", "Course", "GRADING_PROFILE", "STEPS", "UnknownAssignment"]
 
 # The profile submissions are graded in unless the instructor says otherwise (`course grade --profile`):
 # the grading limits of nbgrader_config.py are sized for it, whatever COURSE_PROFILE says in the shell.
 GRADING_PROFILE = "ci"
+
+
+# nbgrader's steps, each kept in the folder ``CourseDirectory.<step>_directory`` names
+STEPS = ("source", "release", "submitted", "autograded", "feedback")
+_PER_ASSIGNMENT = ("source", "release")  # the others are kept per student
+# what the course's own commands keep under build/ (Course.build_dir)
+BUILD_KINDS = ("executed", "flags", "manual", "grading", "demo-class", "student-dist")
+
+
+def _nbgrader_default(step: str) -> str:
+    from nbgrader.coursedir import CourseDirectory
+
+    return str(CourseDirectory.class_traits()[f"{step}_directory"].default_value)
+
+
+def _directories(config: Any) -> tuple[tuple[str, str], ...]:
+    """Each step's folder as nbgrader would read it from ``config`` (its default where it names none)."""
+    section = config.CourseDirectory if "CourseDirectory" in config else {}
+    return tuple((step, str(section.get(f"{step}_directory", _nbgrader_default(step)))) for step in STEPS)
 
 
 _ENVIRONMENT_LOCK = threading.Lock()  # the demo class opens its scratch courses from several threads
@@ -31,13 +50,15 @@ class Course:
 
     ``db_url``: the gradebook nbgrader's configuration names (sqlite or PostgreSQL);
     ``profile``: the profile submissions run in; ``cell_timeout``: seconds a cell may run while
-    graded (nbgrader's ``Execute.timeout``; ``COURSE_CELL_TIMEOUT`` in nbgrader_config.py).
+    graded (nbgrader's ``Execute.timeout``; ``COURSE_CELL_TIMEOUT`` in nbgrader_config.py);
+    ``directories``: the folder each nbgrader step is kept in (:meth:`path`), as its configuration names them.
     """
 
     root: Path
     db_url: str
     profile: str = GRADING_PROFILE
     cell_timeout: int | None = None
+    directories: tuple[tuple[str, str], ...] = ()  # (step, folder name) as nbgrader's configuration sets them
 
     @classmethod
     def open(cls, root: Path | None = None, *, profile: str | None = None) -> Course:
@@ -52,39 +73,71 @@ class Course:
             try:
                 config = nbgrader_config(root)
                 timeout = config.Execute.timeout if "Execute" in config and "timeout" in config.Execute else None
-                return cls(root, course_db_url(root), profile, int(timeout) if timeout else None)
+                return cls(root, course_db_url(root), profile, int(timeout) if timeout else None,
+                           _directories(config))
             finally:
                 if previous is None:
                     os.environ.pop("COURSE_PROFILE", None)
                 else:
                     os.environ["COURSE_PROFILE"] = previous
 
-    # nbgrader's folders (CourseDirectory's defaults, which nbgrader_config.py keeps apart from
-    # source and release: solutions/ and notebooks/)
+    # nbgrader's folders, by step: the names nbgrader_config.py gives CourseDirectory (solutions/ and
+    # notebooks/ for source and release), nbgrader's own defaults where it gives none
+    def path(self, step: str, student: str | None = None, assignment: str | None = None) -> Path:
+        """Where nbgrader keeps ``step`` (nbgrader's ``CourseDirectory.format_path``, read with its
+        ``{nbgrader_step}/{student_id}/{assignment_id}`` structure): ``source`` and ``release`` hold
+        ``<assignment>/``, ``submitted``, ``autograded`` and ``feedback`` hold ``<student>/<assignment>/``.
+        Left out, ``student`` and ``assignment`` give the folder above."""
+        if step not in STEPS:
+            raise ValueError(f"no nbgrader step {step!r} (known: {', '.join(STEPS)})")
+        if student is not None and step in _PER_ASSIGNMENT:
+            raise ValueError(f"nbgrader's {step} folder is not kept per student")
+        if assignment is not None and student is None and step not in _PER_ASSIGNMENT:
+            raise ValueError(f"nbgrader's {step} folder holds an assignment per student: name the student")
+        folder = self.root / self._directory(step)
+        for part in (student, assignment):
+            if part is not None:
+                folder = folder / part
+        return folder
+
+    def _directory(self, step: str) -> str:
+        named = dict(self.directories)
+        return named[step] if step in named else _nbgrader_default(step)
+
     @property
     def solutions(self) -> Path:
-        return self.root / "solutions"
+        return self.path("source")
 
     @property
     def release(self) -> Path:
-        return self.root / "notebooks"
+        return self.path("release")
 
     @property
     def submitted(self) -> Path:
-        return self.root / "submitted"
+        return self.path("submitted")
 
     @property
     def autograded(self) -> Path:
-        return self.root / "autograded"
+        return self.path("autograded")
 
     @property
     def feedback(self) -> Path:
-        return self.root / "feedback"
+        return self.path("feedback")
 
     @property
     def build(self) -> Path:
         """Where the course's commands write what is not nbgrader's (executed copies, flags, reviews)."""
         return self.root / "build"
+
+    def build_dir(self, kind: str) -> Path:
+        """One of the course's own folders under ``build/`` (:data:`BUILD_KINDS`): ``executed``
+        (``<profile>/`` each: the solutions run by `course execute`), ``flags`` (scan and similarity
+        CSVs), ``manual`` (``<assignment>/<student>.html`` manual-grading views), ``grading`` (the Dask
+        path's ``<assignment>.jsonl`` record), ``demo-class`` (the demo class's scratch course),
+        ``student-dist`` (what students get)."""
+        if kind not in BUILD_KINDS:
+            raise ValueError(f"no build folder {kind!r} (known: {', '.join(BUILD_KINDS)})")
+        return self.build / kind
 
     def assignments(self, requested: Sequence[str] = ()) -> list[str]:
         """``requested`` (all of ``solutions/`` when empty), each checked to exist (:class:`UnknownAssignment`)."""
