@@ -310,14 +310,14 @@ def cmd_review(args: argparse.Namespace) -> int:
               f"student (`course review {args.assignment} STUDENT`), or list several assignments with `course flags`",
               file=sys.stderr)
         return 2
-    out_dir = root / "build" / "flags"
+    out_dir = course.build_dir("flags")
     comparisons: dict = {}
     reviews = review_submissions(root, names, csv_dir=out_dir, comparisons=comparisons, db_url=course.db_url)
     if args.student:
         reviews = {key: review for key, review in reviews.items() if key[1] == args.student}
     print(format_review(reviews, names, comparisons))
     print(f"similar pairs written to {out_dir}/<assignment>-similarity.csv")
-    views = sorted(p for name in names for p in (root / "build" / "manual" / name).glob("*.html")
+    views = sorted(p for name in names for p in (course.build_dir("manual") / name).glob("*.html")
                    if not args.student or p.stem == args.student)
     if views:
         print("written answers beside each student's own run (for manual grading):")
