@@ -63,21 +63,38 @@ def _table(metadata: Any) -> Any:
                  Column("made_by", String(256), nullable=False), Column("made_at", String(40), nullable=False))
 
 
-def _open(db_url: str) -> tuple[Any, Any]:
-    from sqlalchemy import MetaData, create_engine
+def _open(db_url: str, *, create: bool = True) -> tuple[Any, Any]:
+    """The engine and the table; ``create``: make the table where there is none (writers only: readers
+    that find none have no variant). Parallel graders may create it at the same moment (PostgreSQL
+    then refuses the second CREATE): the table that is there is the one."""
+    from sqlalchemy import MetaData, create_engine, inspect
+    from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
     engine = create_engine(db_url)
     table = _table(MetaData())
-    table.create(engine, checkfirst=True)
+    if create:
+        try:
+            table.create(engine, checkfirst=True)
+        except (IntegrityError, OperationalError, ProgrammingError):
+            if not inspect(engine).has_table(TABLE):
+                raise
     return engine, table
+
+
+def _has_table(engine: Any) -> bool:
+    from sqlalchemy import inspect
+
+    return bool(inspect(engine).has_table(TABLE))
 
 
 def variant_history(db_url: str, student: str, assignment: str) -> list[dict[str, Any]]:
     """Every seed ``student`` has had for ``assignment``, first to current (reroll, seed, made_by, made_at)."""
     from sqlalchemy import select
 
-    engine, table = _open(db_url)
+    engine, table = _open(db_url, create=False)
     try:
+        if not _has_table(engine):  # no variant was ever made in this gradebook
+            return []
         with engine.connect() as connection:
             rows = connection.execute(select(table).where(table.c.student == student, table.c.assignment == assignment)
                                       .order_by(table.c.reroll)).mappings().all()
@@ -135,8 +152,10 @@ def copy_variants(source_url: str, target_url: str, assignment: str) -> None:
     """Copy ``assignment``'s variant rows into another gradebook (a parallel or Dask worker's copy)."""
     from sqlalchemy import select
 
-    engine, table = _open(source_url)
+    engine, table = _open(source_url, create=False)
     try:
+        if not _has_table(engine):
+            return
         with engine.connect() as connection:
             rows = [dict(r) for r in connection.execute(select(table).where(table.c.assignment == assignment)).mappings()]
     finally:
