@@ -206,11 +206,8 @@ def leaves_unchanged(
     before = [(t.detach().clone(), t.shape, t.dtype, t.requires_grad) for t in tensors]
     modes = [[m.training for m in module.modules()] for module in modules]
     trainable = [[p.requires_grad for p in module.parameters()] for module in modules]
-    declared = WRITABLE.enter(list(arguments))  # graded: a change comes back here, and is reported below
-    try:
+    with WRITABLE.declared(arguments):  # graded: a change comes back here, and is reported below
         yield
-    finally:
-        WRITABLE.leave(declared)
     for i, (t, (values, shape, dtype, grad)) in enumerate(zip(tensors, before)):
         what = f"tensor argument {i + 1}" if len(tensors) > 1 else "its tensor argument"
         if t.shape != shape or t.dtype != dtype:
@@ -245,11 +242,8 @@ def may_change(*arguments: Any) -> Iterator[None]:
     of the student's code that changes an argument it was given fails, whether or not the
     exercise's own tests compare it. In the student's kernel the block changes nothing.
     """
-    declared = WRITABLE.enter(list(arguments))
-    try:
+    with WRITABLE.declared(arguments):
         yield
-    finally:
-        WRITABLE.leave(declared)
 
 
 @contextmanager
@@ -260,11 +254,8 @@ def may_freeze(*models: Any) -> Iterator[None]:
         with may_freeze(base):
             lora = LoRALinear(base, rank=2, alpha=4.0)
     """
-    declared = WRITABLE.enter(list(models), what="requires_grad")
-    try:
+    with WRITABLE.declared(models, what="requires_grad"):
         yield
-    finally:
-        WRITABLE.leave(declared)
 
 
 @contextmanager

@@ -9,8 +9,9 @@ answer the kernel may ask it back: ``{"callback": n, "how": Callback, ...}`` or
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from enum import Enum
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -115,16 +116,17 @@ class WritableArguments:
     def __init__(self) -> None:
         self._declared: list[tuple[str, list[Any]]] = []
 
-    def enter(self, arguments: list[Any], what: str = "anything") -> list[Any]:
-        """Declare ``arguments`` (and every tensor inside lists, tuples and dicts among them): their
-        values may change (``what="anything"``), or only the ``requires_grad`` flags of a model
-        (``what="requires_grad"``: a layer that wraps another freezes it)."""
+    @contextmanager
+    def declared(self, arguments: Sequence[Any], what: str = "anything") -> Iterator[None]:
+        """While the block runs, ``arguments`` (and every tensor inside lists, tuples and dicts among
+        them) are declared: their values may change (``what="anything"``), or only the
+        ``requires_grad`` flags of a model (``what="requires_grad"``: a layer that wraps another freezes it)."""
         entry = [*arguments, *tensors_in(list(arguments))]
         self._declared.append((what, entry))
-        return entry
-
-    def leave(self, entry: list[Any]) -> None:
-        self._declared[:] = [e for e in self._declared if e[1] is not entry]
+        try:
+            yield
+        finally:
+            self._declared[:] = [e for e in self._declared if e[1] is not entry]
 
     def allows(self, value: Any) -> str | None:
         """What may change in ``value`` ("anything", "requires_grad"), or None."""

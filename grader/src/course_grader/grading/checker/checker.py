@@ -356,10 +356,16 @@ class Checker:
         reply = self.raw_request(op, **fields)
         if "sent_grads" in reply and op is Op.BACKWARD:  # only a backward pass gives our models gradients
             self._receive_grads(self.dec(reply["sent_grads"]))
-        if op is Op.BACKWARD and "allocations" in reply:  # checks.AllocationLog: the answer's backward pass
+        if op is Op.BACKWARD:  # the answer's backward pass
+            self._absorb_allocations(reply)
+        return self.dec(reply["value"])
+
+    @staticmethod
+    def _absorb_allocations(reply: dict) -> None:
+        """checks.AllocationLog: the kernel's record of a call or a backward pass, to the logs open here."""
+        if "allocations" in reply:
             for owner in REMOTE_MODES.owners(Mode.ALLOCATIONS):
                 owner.absorb(reply["allocations"])
-        return self.dec(reply["value"])
 
     def _receive_grads(self, sent: Any) -> None:
         """Gradients the kernel's backward left on the copies of our models: add them to ours."""
@@ -452,9 +458,7 @@ class Checker:
             for owner in REMOTE_MODES.owners(Mode.DEVICE_MIXING):
                 if not owner.found:
                     owner.found.extend(str(f) for f in found)
-        if "allocations" in reply:  # checks.AllocationLog: the kernel's record of the call
-            for owner in REMOTE_MODES.owners(Mode.ALLOCATIONS):
-                owner.absorb(reply["allocations"])
+        self._absorb_allocations(reply)
         result = self.dec(reply["value"])
         if "graph" in reply and torch.is_grad_enabled():
             graph = int(reply["graph"])
