@@ -577,9 +577,9 @@ def export_lms(course: Course, fmt: str, out: Path, *, roster: Path | None = Non
     settings = read_lms_config(config)
     if post and settings.platform is None:
         raise ValueError("--post needs --lms-config with a 'platform' (client_id, token_url, private_key_file)")
-    rows = read_scores(course.root, course.db_url)
-    flags = submission_flags(course.root, sorted({(r.assignment, r.student) for r in rows}))
-    on_hold = held(review_submissions(course.root, sorted({r.assignment for r in rows}), flags=flags, db_url=course.db_url))
+    rows = read_scores(course)
+    flags = submission_flags(course, sorted({(r.assignment, r.student) for r in rows}))
+    on_hold = held(review_submissions(course, sorted({r.assignment for r in rows}), flags=flags))
     grades = assignment_grades(rows, on_hold)
     people = _student_names(course.db_url)
     students = sorted({g.student for g in grades})
