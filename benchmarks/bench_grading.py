@@ -54,6 +54,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from course_grader.course import Course  # noqa: E402
 from course_grader.demo import demo_students, write_submissions  # noqa: E402
 from course_grader.grading.scores import autograde, read_scores  # noqa: E402
 from course_grader.authoring.mistakes import load_mistakes  # noqa: E402
@@ -63,13 +64,13 @@ from course_grader.authoring.release import generate_release, prepare_scratch_co
 
 def build_class(course: Path, assignment: str, n_students: int) -> None:
     prepare_scratch_course(ROOT, course, [assignment])
-    generate_release(course, [assignment], verbose=False)
+    generate_release(Course.open(course), [assignment], verbose=False)
     pattern = demo_students(load_mistakes(ROOT, assignment), isolated=True)
     students = []
     for index in range(n_students):
         template = pattern[index % len(pattern)]
         students.append(type(template)(f"s{index:03d}-{template.kind}", template.kind, template.mistakes))
-    write_submissions(course, assignment, students)
+    write_submissions(Course.open(course), assignment, students)
 
 
 def notebook_seconds(course: Path, assignment: str, repeats: int) -> dict[str, float]:
@@ -98,7 +99,7 @@ def notebook_seconds(course: Path, assignment: str, repeats: int) -> dict[str, f
 
 
 def grades(course: Path) -> dict[tuple[str, str], float]:
-    return {(r.student, gid): c.score for r in read_scores(course) for gid, c in r.cells.items()}
+    return {(r.student, gid): c.score for r in read_scores(Course.open(course)) for gid, c in r.cells.items()}
 
 
 def main() -> int:
@@ -143,15 +144,15 @@ def local_part(args: argparse.Namespace) -> bool:
 
         per_notebook = notebook_seconds(serial_dir, args.assignment, args.sandbox_repeats)
         started = time.perf_counter()
-        serial_run = autograde(serial_dir, args.assignment)
+        serial_run = autograde(Course.open(serial_dir), args.assignment)
         serial_s = time.perf_counter() - started
         os.environ["COURSE_SANDBOX"] = "off"
         started = time.perf_counter()
-        open_run = autograde(open_dir, args.assignment)
+        open_run = autograde(Course.open(open_dir), args.assignment)
         open_s = time.perf_counter() - started
         os.environ.pop("COURSE_SANDBOX")
         started = time.perf_counter()
-        parallel_run = autograde_parallel(parallel_dir, args.assignment, workers=args.workers)
+        parallel_run = autograde_parallel(Course.open(parallel_dir), args.assignment, workers=args.workers)
         parallel_s = time.perf_counter() - started
         same = grades(serial_dir) == grades(parallel_dir) == grades(open_dir)
 
@@ -199,7 +200,7 @@ def _machine() -> str:
 def _journal_seconds(course: Path, assignment: str) -> list[float]:
     from course_grader.grading.dask_grading import journal_path
 
-    path = journal_path(course, assignment)
+    path = journal_path(Course.open(course), assignment)
     return [json.loads(line)["seconds"] for line in path.read_text().splitlines()] if path.is_file() else []
 
 
@@ -229,9 +230,9 @@ def recording_cost(fresh: Path, graded: Path, assignment: str, students: list[st
                     one = Path(scratch) / f"staging{k}"
                     for student in batch:
                         shutil.copytree(staging / student, one / student)
-                    record_executed(course, assignment, one)
+                    record_executed(Course.open(course), assignment, one)
                 else:
-                    record_executed_notebooks(course, assignment, {s: executed[s] for s in batch})
+                    record_executed_notebooks(Course.open(course), assignment, {s: executed[s] for s in batch})
                 seconds[way][k] = time.perf_counter() - started
     n = len(students)
     costs = {}
@@ -418,9 +419,9 @@ def ratio_part(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ratio-") as scratch:
         course = Path(scratch) / "course"
         prepare_scratch_course(ROOT, course, names)
-        generate_release(course, names, verbose=False)
+        generate_release(Course.open(course), names, verbose=False)
         for name in names:
-            write_submissions(course, name, [DemoStudent("ada-solutions", "solution")])
+            write_submissions(Course.open(course), name, [DemoStudent("ada-solutions", "solution")])
 
         def timed(*command: str) -> float:
             started = time.perf_counter()
@@ -501,9 +502,9 @@ def dask_part(args: argparse.Namespace) -> bool:
         dirs = {name: Path(scratch) / name for name in ("local", "dask2", "dask1")}
         for folder in dirs.values():
             shutil.copytree(base, folder)
-        students = submitted_students(base, args.assignment)
+        students = submitted_students(Course.open(base), args.assignment)
         started, before = time.perf_counter(), os.getloadavg()[0]
-        local_run = autograde_parallel(dirs["local"], args.assignment, workers=2)
+        local_run = autograde_parallel(Course.open(dirs["local"]), args.assignment, workers=2)
         times["local"] = time.perf_counter() - started
         load["local"] = (before, os.getloadavg()[0])
         failed = {"local": len(local_run.failed)}
@@ -514,7 +515,7 @@ def dask_part(args: argparse.Namespace) -> bool:
                 starts[workers] = time.perf_counter() - started
                 started, before = time.perf_counter(), os.getloadavg()[0]
                 # 2 workers: one batch at the end, as the local path records; 1 worker: batches of n/3
-                [run] = dask_grading.grade_on_dask(dirs[f"dask{workers}"], {args.assignment: students}, client,
+                [run] = dask_grading.grade_on_dask(Course.open(dirs[f"dask{workers}"]), {args.assignment: students}, client,
                                                    progress=False, batch=n if workers == 2 else max(2, n // 3))
                 times[f"dask{workers}"] = time.perf_counter() - started
                 load[f"dask{workers}"] = (before, os.getloadavg()[0])

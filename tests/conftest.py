@@ -61,10 +61,11 @@ def build_small_class(course: Path, students: dict[str, str | None]) -> Path:
 
     from course_utils.cells import fill_answers, read
     from course_grader.authoring.release import generate_release, prepare_scratch_course
+    from course_grader.course import Course
 
     assignment = "00_welcome"
     prepare_scratch_course(ROOT, course, [assignment])
-    generate_release(course, [assignment], verbose=False)
+    generate_release(Course.open(course), [assignment], verbose=False)
     release = read(course / "notebooks" / assignment / f"{assignment}.ipynb")
     for student, code in students.items():
         folder = course / "submitted" / student / assignment

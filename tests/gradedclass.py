@@ -27,6 +27,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell
 
+from course_grader.course import Course
 from course_utils.cells import fill_answers, read, solution_code
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
@@ -88,7 +89,7 @@ class GradedClass:
 
 def build_welcome_class(course: Path) -> GradedClass:
     prepare_scratch_course(Path(__file__).resolve().parents[1], course, [A])
-    generate_release(course, [A], verbose=False)
+    generate_release(Course.open(course), [A], verbose=False)
     release = read(course / "notebooks" / A / f"{A}.ipynb")
     answer = solution_code(read(course / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
     students = {student: fill_answers(release, {"count_parameters": extra + answer})

@@ -51,6 +51,7 @@ from attacks.catalogue import (
     attacks,
     recovered,
 )
+from course_grader.course import Course
 from course_utils.cells import answer_cells, fill_answers, nbgrader_meta, read, solution_code
 from course_grader.grading.feedback import hidden_lines
 from course_grader.grading.scores import read_scores
@@ -172,7 +173,7 @@ def _light(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def _build_class(course: Path, spellings: tuple[str, ...]) -> tuple[dict[str, tuple[str, ...]], list[Attack]]:
     """Write every submission; return ``student -> assignments submitted`` and the red team."""
     prepare_scratch_course(ROOT, course, list(ASSIGNMENTS))
-    generate_release(course, list(ASSIGNMENTS), verbose=False, one_process=True)  # nbgrader starts once
+    generate_release(Course.open(course), list(ASSIGNMENTS), verbose=False, one_process=True)  # nbgrader starts once
     full_release = {a: read(course / "notebooks" / a / f"{a}.ipynb") for a in ASSIGNMENTS}
     release = {a: _light(nb) for a, nb in full_release.items()}
     solution = {a: solution_code(read(course / "solutions" / a / f"{a}.ipynb")) for a in ASSIGNMENTS}
@@ -298,7 +299,7 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
     problems: list[str] = []  # every way the class was not survived, reported together
 
     # -- the checker's (raw, autograded) scores; the honest student, the baselines
-    raw = {(r.assignment, r.student): r for r in read_scores(course)}
+    raw = {(r.assignment, r.student): r for r in read_scores(Course.open(course))}
     assert {(a, s) for s, submitted_to in submitted.items() for a in submitted_to} <= set(raw), report[-3000:]
     baseline = {}
     for a in ASSIGNMENTS:
@@ -383,7 +384,7 @@ def test_attack_class_gains_nothing_unflagged_and_leaks_nothing(tmp_path, worker
     from course_grader.grading.review import decide
 
     for a, student in held:  # what `course review A S --accept` records
-        decide(course, a, student, "accept", reason="red team: feedback must stay clean", by="test_attacks")
+        decide(Course.open(course), a, student, "accept", reason="red team: feedback must stay clean", by="test_attacks")
     said = _course("feedback", *ASSIGNMENTS, course=course)
     assert said.returncode == 0, said.stdout[-2000:] + said.stderr[-2000:]
     lap("feedback, review --accept, feedback")

@@ -23,6 +23,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+from course_grader.course import Course  # noqa: E402
 from course_grader.grading import dask_grading  # noqa: E402
 from course_utils.cells import read, solution_code  # noqa: E402
 from course_grader.grading.dask_grading import SubmissionResult, grade_on_dask, journal_path  # noqa: E402
@@ -55,7 +56,7 @@ def scores_kept(bundle, task, *, out: Path) -> SubmissionResult:
 
 
 def grades(course: Path) -> dict[tuple[str, str], float]:
-    return {(r.student, gid): c.score for r in read_scores(course) for gid, c in r.cells.items()}
+    return {(r.student, gid): c.score for r in read_scores(Course.open(course)) for gid, c in r.cells.items()}
 
 
 @pytest.mark.slow
@@ -67,9 +68,9 @@ def test_dask_grades_equal_serial_grades_and_a_dead_kernel_costs_one_student(tmp
     shutil.copytree(serial, on_dask)
     students = sorted(p.name for p in (serial / "submitted").iterdir())
 
-    local = {r.student: r for r in autograde(serial, A).results}
+    local = {r.student: r for r in autograde(Course.open(serial), A).results}
     keep = functools.partial(scores_kept, out=tmp_path / "worker-scores")
-    [run] = grade_on_dask(on_dask, {A: students}, client, progress=False, execute=keep)
+    [run] = grade_on_dask(Course.open(on_dask), {A: students}, client, progress=False, execute=keep)
     remote = {r.student: r for r in run.results}
 
     assert {s: r.status for s, r in remote.items()} == {s: r.status for s, r in local.items()}
@@ -85,7 +86,7 @@ def test_dask_grades_equal_serial_grades_and_a_dead_kernel_costs_one_student(tmp
     # the feedback's material: the executed, recorded notebook is in autograded/
     assert (on_dask / "autograded" / "a-solution" / A / f"{A}.ipynb").is_file()
     # the journal: one line per recorded submission, with the worker's time
-    lines = journal_path(on_dask, A).read_text().splitlines()
+    lines = journal_path(Course.open(on_dask), A).read_text().splitlines()
     assert len(lines) == 2 and all('"seconds"' in line for line in lines)
 
 
@@ -122,14 +123,14 @@ def stand_in(tmp_path):
 @pytest.mark.slow
 def test_a_killed_worker_is_retried_elsewhere_and_recorded_once(tmp_path, client, stand_in):
     course = build_small_class(tmp_path / "course", {"a-first": None, "b-killed": None, "c-last": None})
-    [run] = grade_on_dask(course, {A: ["a-first", "b-killed", "c-last"]}, client, progress=False,
+    [run] = grade_on_dask(Course.open(course), {A: ["a-first", "b-killed", "c-last"]}, client, progress=False,
                           execute=stand_in)
     assert [r.status for r in run.results] == ["graded"] * 3, run.results
     attempts = [pid for student, pid in calls(tmp_path) if student == "b-killed"]
     killed = (tmp_path / "killed-once").read_text()
     assert len(attempts) == 2 and attempts[0] == killed and attempts[1] != killed  # a second, living, worker
-    assert sorted(r.student for r in read_scores(course)) == ["a-first", "b-killed", "c-last"]
-    journal = journal_path(course, A).read_text().splitlines()
+    assert sorted(r.student for r in read_scores(Course.open(course))) == ["a-first", "b-killed", "c-last"]
+    journal = journal_path(Course.open(course), A).read_text().splitlines()
     assert len(journal) == 3 and sum('"b-killed"' in line for line in journal) == 1
 
 
@@ -178,7 +179,7 @@ def test_a_cancelled_running_task_is_resubmitted_and_recorded_once(tmp_path, cli
     canceller = threading.Thread(target=cancel_each_running_task, daemon=True)
     canceller.start()
     try:
-        [run] = grade_on_dask(course, {A: students}, client, progress=False,
+        [run] = grade_on_dask(Course.open(course), {A: students}, client, progress=False,
                               execute=by_value(cancelled_while_running, log=tmp_path / "calls.txt"))
     finally:
         stop.set()
@@ -192,8 +193,8 @@ def test_a_cancelled_running_task_is_resubmitted_and_recorded_once(tmp_path, cli
     assert attempts == {"a-first": 1, "cancel-once": 2, "cancel-always": 1 + dask_grading.MAX_RESUBMITS, "error": 1}
     assert len(cancelled) == 1 + 1 + dask_grading.MAX_RESUBMITS
     # graded and recorded exactly once: one gradebook row, one journal line
-    assert sorted(r.student for r in read_scores(course)) == ["a-first", "cancel-once"]
-    journal = journal_path(course, A).read_text().splitlines()
+    assert sorted(r.student for r in read_scores(Course.open(course))) == ["a-first", "cancel-once"]
+    journal = journal_path(Course.open(course), A).read_text().splitlines()
     assert len(journal) == 2 and sum('"cancel-once"' in line for line in journal) == 1
 
 
@@ -208,18 +209,18 @@ def test_an_interrupted_client_records_only_what_is_missing_when_run_again(tmp_p
         raise KeyboardInterrupt  # ^C right after the first batch was recorded
     monkeypatch.setattr(dask_grading, "_record", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        grade_on_dask(course, {A: students}, client, progress=False, batch=2, execute=stand_in)
-    first = journal_path(course, A).read_text().splitlines()
+        grade_on_dask(Course.open(course), {A: students}, client, progress=False, batch=2, execute=stand_in)
+    first = journal_path(Course.open(course), A).read_text().splitlines()
     assert len(first) == 2  # one batch of `batch`, even when all four had finished by then
     executed_before = len(calls(tmp_path))
 
     monkeypatch.setattr(dask_grading, "_record", record)
-    [run] = grade_on_dask(course, {A: students}, client, progress=False, batch=2, execute=stand_in)
+    [run] = grade_on_dask(Course.open(course), {A: students}, client, progress=False, batch=2, execute=stand_in)
     assert [r.status for r in run.results] == ["graded"] * 4
     again = [student for student, _ in calls(tmp_path)[executed_before:]]
     assert len(again) == 4 - len(first) and not set(again) & {line.split('"student": "')[1].split('"')[0] for line in first}
-    assert sorted(r.student for r in read_scores(course)) == students  # each once: one row per student
-    assert len(journal_path(course, A).read_text().splitlines()) == 4
+    assert sorted(r.student for r in read_scores(Course.open(course))) == students  # each once: one row per student
+    assert len(journal_path(Course.open(course), A).read_text().splitlines()) == 4
 
 
 @pytest.mark.slow
@@ -234,7 +235,7 @@ def test_a_task_past_its_wall_limit_is_reported_with_its_reason(tmp_path, client
     out = capsys.readouterr().out
     assert "on the Dask cluster at tcp://" in out
     assert "FAILED a-forever / 00_welcome: past the wall limit of 3 s per notebook" in out, out
-    assert read_scores(course) == [] and not journal_path(course, A).exists()
+    assert read_scores(Course.open(course)) == [] and not journal_path(Course.open(course), A).exists()
 
 
 def test_deployment_configs_are_valid():

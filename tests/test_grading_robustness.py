@@ -19,6 +19,7 @@ import nbformat
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
+from course_grader.course import Course
 from course_utils.cells import fill_answers, grading_cells, nbgrader_meta, read, solution_code
 from course_grader.grading.scores import read_scores
 from course_grader.authoring.release import generate_release, prepare_scratch_course
@@ -55,7 +56,7 @@ EXPECTED = {
 
 def _build_class(course: Path) -> None:
     prepare_scratch_course(ROOT, course, [A])
-    generate_release(course, [A], verbose=False)
+    generate_release(Course.open(course), [A], verbose=False)
     release = read(course / "notebooks" / A / f"{A}.ipynb")
     answer = solution_code(read(course / "solutions" / A / f"{A}.ipynb"))["count_parameters"]
     frozen_mistake = answer.replace(" if p.requires_grad", "")
@@ -103,7 +104,7 @@ def _course(*args: str, course: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _grades(course: Path) -> dict[str, float]:
-    return {row.student: row.cells[TEST].score for row in read_scores(course)
+    return {row.student: row.cells[TEST].score for row in read_scores(Course.open(course))
             if row.assignment == A and TEST in row.cells}
 
 
@@ -112,7 +113,7 @@ def _assert_class_graded(course: Path, result: subprocess.CompletedProcess[str],
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     grades = _grades(course)
     failed = {s for s, (expected, _) in EXPECTED.items() if expected == "FAILED"}
-    needs_manual = {row.student for row in read_scores(course) if row.needs_manual_grade} - failed
+    needs_manual = {row.student for row in read_scores(Course.open(course)) if row.needs_manual_grade} - failed
     assert not needs_manual, f"nothing here needs manual grading: {needs_manual}"
     for student, (expected, words) in EXPECTED.items():
         if expected == "FAILED":

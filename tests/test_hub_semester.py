@@ -39,6 +39,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.course import Course
 from course_utils.cells import fill_answers, read, solution_code
 from course_grader.grading.feedback import hidden_lines
 from course_grader.grading.gradebook import course_db_url
@@ -134,7 +135,7 @@ def _lap(step: str, started: list[float]) -> None:
 def _autograded(course: Path) -> dict[tuple[str, str], float]:
     """``(assignment, student) -> points of its test cells`` (the written answer left out)."""
     return {(r.assignment, r.student): sum(c.score for gid, c in r.cells.items() if gid != WRITTEN)
-            for r in read_scores(course)}
+            for r in read_scores(Course.open(course))}
 
 
 def _answers(course: Path, assignment: str, kind: str) -> dict[str, str]:
@@ -197,7 +198,7 @@ def test_a_semester_on_jupyterhub(semester: Semester, monkeypatch):
     assert "could not be graded" not in out, out
     expected = {(W, ada): 2.0, (W, bo): 0.0, (W, cy): 2.0, (S, ada): 14.0, (S, bo): 0.0, (S, cy): 12.0}
     assert _autograded(s.course) == expected, out
-    wrong = {r.student: r.cells["test_equivariance_gap"].score for r in read_scores(s.course) if r.assignment == S}
+    wrong = {r.student: r.cells["test_equivariance_gap"].score for r in read_scores(Course.open(s.course)) if r.assignment == S}
     assert wrong == {ada: 2.0, bo: 0.0, cy: 0.0}, "the mistake costs the test that names it"
 
     print(out[-700:])

@@ -19,6 +19,7 @@ import pytest
 from course_utils.cells import fill_answers, nbgrader_meta, read, solution_code
 from course_utils.cells import split_hidden
 from course_utils.layout import assignments
+from course_grader.course import Course
 from course_grader.grading.manual_view import render_view, view_path, written_questions
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
@@ -145,7 +146,7 @@ def test_grading_a_cpu_run_keeps_its_numbers_for_the_manual_grader(tmp_path):
     """A 05_masking submission executed in the cpu profile (as a student's laptop runs it), then
     graded (ci profile): the view holds the cpu run's outputs, never the re-run's, and no hidden line."""
     course = prepare_scratch_course(ROOT, tmp_path / "course", [M])
-    generate_release(course, [M], verbose=False)
+    generate_release(Course.open(course), [M], verbose=False)
     folder = course / "submitted" / "ada" / M
     folder.mkdir(parents=True)
     nb = fill_answers(_release(M), solution_code(_source(M)))
@@ -166,7 +167,7 @@ def test_grading_a_cpu_run_keeps_its_numbers_for_the_manual_grader(tmp_path):
                             capture_output=True, text=True, timeout=600)
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     assert f"build/manual/{M}" in graded.stdout
-    page = view_path(course, M, "ada").read_text()
+    page = view_path(Course.open(course), M, "ada").read_text()
     assert html.escape(cpu_header) in page, "the view must show the submitted run's setup line (cpu profile)"
     assert html.escape(cpu_output.splitlines()[0]) in page and "My own run" in page
     autograded = read(course / "autograded" / "ada" / M / f"{M}.ipynb")

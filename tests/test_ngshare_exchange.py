@@ -32,6 +32,7 @@ import nbformat
 import pytest
 import yaml
 
+from course_grader.course import Course
 from course_utils.cells import fill_answers, read, solution_code
 from course_grader.authoring.release import prepare_scratch_course
 from course_grader.grading.scores import read_scores
@@ -238,7 +239,7 @@ def test_release_fetch_submit_collect_grade_through_ngshare(klass: Class, monkey
     assert "could not be graded" not in out, out
     for key, value in k.env.items():
         monkeypatch.setenv(key, value)
-    scores = {r.student: sum(c.score for c in r.cells.values()) for r in read_scores(k.course) if r.assignment == W}
+    scores = {r.student: sum(c.score for c in r.cells.values()) for r in read_scores(Course.open(k.course)) if r.assignment == W}
     assert scores == {ada: 2.0, bo: 0.0}, out[-2000:]
     assert not any(Path(k.env["NBGRADER_EXCHANGE"]).iterdir()), "a file went through the folder exchange"
     print(f"[ngshare] course, release, fetch, submit, collect and grade: {time.monotonic() - started:.1f} s")

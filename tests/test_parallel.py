@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from course_grader.course import Course
 from course_utils.cells import read, solution_code
 from course_grader.grading.scores import read_scores
 
@@ -32,10 +33,10 @@ def test_a_dead_kernel_stays_with_its_student_in_a_parallel_group(tmp_path):
     course = tmp_path / "course"
     build_small_class(course, {"a-first": solution_answer(), "b-crash": "import os\nos._exit(1)\n",
                                "c-after": solution_answer()})
-    run = autograde_parallel(course, A, workers=1)
+    run = autograde_parallel(Course.open(course), A, workers=1)
     by_student = {r.student: r for r in run.results}
     assert by_student["b-crash"].status == "failed" and "kernel died" in by_student["b-crash"].reason
     assert by_student["a-first"].status == "graded" and by_student["c-after"].status == "graded", run.results
-    scores = {r.student: r.cells[TEST].score for r in read_scores(course)}
+    scores = {r.student: r.cells[TEST].score for r in read_scores(Course.open(course))}
     assert scores["a-first"] == 2 and scores["c-after"] == 2
     assert not any(p.name.startswith("course-grade-") for p in course.iterdir()), "scratch courses stay outside"

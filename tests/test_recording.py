@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.course import Course
 from course_grader.grading.dask_grading import _read_tree
 from course_grader.grading.parallel import record_executed
 from course_grader.grading.recording import record_executed_notebooks
@@ -66,9 +67,9 @@ def test_the_gradebook_api_records_what_nbgrader_records(tmp_path):
     shutil.copytree(by_nbgrader, by_api)
 
     shutil.copytree(by_nbgrader / "submitted", tmp_path / "staging")
-    recorded, _ = record_executed(by_nbgrader, A, tmp_path / "staging")
+    recorded, _ = record_executed(Course.open(by_nbgrader), A, tmp_path / "staging")
     executed = {s: _read_tree(by_nbgrader / "autograded" / s / A) for s in recorded}
-    results = record_executed_notebooks(by_api, A, executed)
+    results = record_executed_notebooks(Course.open(by_api), A, executed)
 
     assert {s: r.status for s, r in results.items()} == {s: r.status for s, r in recorded.items()} == \
         {"a-late": "graded", "b-failing": "graded"}
@@ -76,5 +77,5 @@ def test_the_gradebook_api_records_what_nbgrader_records(tmp_path):
     assert gradebook_state(by_api) == expected
     assert ("grade", "b-failing", test_cell.metadata.nbgrader.grade_id, 0, None, False) in expected[0]
     assert any(row[:2] == ("submission", "a-late") and row[3] == 86400 for row in expected[0])  # a day late
-    record_executed_notebooks(by_api, A, executed)  # again, as a re-run client would
+    record_executed_notebooks(Course.open(by_api), A, executed)  # again, as a re-run client would
     assert gradebook_state(by_api) == expected

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.course import Course
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
 from conftest import ROOT, assignment_names
@@ -26,7 +27,7 @@ def fresh_release(tmp_path_factory) -> Path:
     (nbgrader starts once, not once per assignment); the scratch course's notebooks/."""
     names = assignment_names()
     course = prepare_scratch_course(ROOT, tmp_path_factory.mktemp("release") / "course", names)
-    generate_release(course, names, verbose=False, one_process=True)
+    generate_release(Course.open(course), names, verbose=False, one_process=True)
     return course / "notebooks"
 
 
@@ -60,7 +61,7 @@ def test_one_process_release_refuses_part_of_a_course(tmp_path):
     names = assignment_names()[:3]
     course = prepare_scratch_course(ROOT, tmp_path / "course", names)
     with pytest.raises(ValueError, match="every assignment"):
-        generate_release(course, names[:2], verbose=False, one_process=True)
+        generate_release(Course.open(course), names[:2], verbose=False, one_process=True)
     assert not (course / "notebooks").exists()
 
 
@@ -102,9 +103,10 @@ def test_release_refuses_a_malformed_marker_naming_notebook_cell_and_line(tmp_pa
 
     folder = tmp_path / "solutions" / "99_x"
     folder.mkdir(parents=True)
+    (tmp_path / "nbgrader_config.py").write_text('c.CourseDirectory.source_directory = "solutions"\n')
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# x"), nbformat.v4.new_code_cell("check(1)\n### BEGIN HIDDEN TESTS: more\ncheck(2)\n")]
     nbformat.write(nb, str(folder / "99_x.ipynb"))
     with pytest.raises(HiddenMarkerError, match=r"solutions/99_x/99_x.ipynb, cell 1, line 2"):
-        check_hidden_markers(tmp_path, ["99_x"])
-    check_hidden_markers(ROOT, [p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()])  # the course's own are fine
+        check_hidden_markers(Course.open(tmp_path), ["99_x"])
+    check_hidden_markers(Course.open(ROOT), [p.name for p in (ROOT / "solutions").iterdir() if p.is_dir()])  # the course's own are fine

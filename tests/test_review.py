@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.course import Course
 from course_grader import cli
 from course_grader.grading import similarity
 from course_utils.cells import fill_answers, nbgrader_meta, read, solution_code
@@ -242,7 +243,7 @@ def _register(db_url: str, name: str, scores: dict[str, float]) -> None:
 
 
 def _totals(db_url: str, name: str) -> dict[str, float]:
-    return {r.student: r.score for r in read_scores(Path("."), db_url) if r.assignment == name}
+    return {r.student: r.score for r in read_scores(Course(Path("."), db_url)) if r.assignment == name}
 
 
 def _check_decisions(db_url: str) -> None:
@@ -316,7 +317,7 @@ def moe_class(tmp_path, monkeypatch):
 
 def test_held_submissions_listed_exported_and_decided(moe_class, capsys):
     course = moe_class
-    reviews = review_submissions(course, [MOE], csv_dir=course / "build" / "flags")
+    reviews = review_submissions(Course.open(course), [MOE], csv_dir=course / "build" / "flags")
     # 12's referenced cells are canonical (the model answer is course_utils.moe's code): the copier of the
     # reference scores what a student writing the model answer alone would, so is compared with students only
     assert held(reviews) == {(MOE, s) for s in ("twin-a", "twin-b", "snoop")}
@@ -360,10 +361,10 @@ def test_held_submissions_listed_exported_and_decided(moe_class, capsys):
 
 
 def test_feedback_skips_held_submissions(moe_class, monkeypatch, capsys):
-    from course_grader.grading import scores as grading
+    from course_grader.grading import runner
 
     calls = []
-    monkeypatch.setattr(grading, "run_nbgrader", lambda args, course_dir: calls.append(args))
+    monkeypatch.setattr(runner, "run_nbgrader", lambda args, course_dir: calls.append(args))
     stale = moe_class / "feedback" / "twin-b" / MOE
     stale.mkdir(parents=True)
     (stale / f"{MOE}.html").write_text("old feedback")

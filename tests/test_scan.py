@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from course_grader.course import Course
 from course_utils.cells import nbgrader_meta, read
 from course_grader.grading.scan import RULES, format_flags, scan_notebook, scan_submissions
 
@@ -237,14 +238,14 @@ def test_scan_submissions_and_the_flags_command(tmp_path, capsys, monkeypatch):
     from course_grader.cli import main
 
     (tmp_path / "solutions" / "t").mkdir(parents=True)
-    (tmp_path / "nbgrader_config.py").write_text("")
+    (tmp_path / "nbgrader_config.py").write_text('c.CourseDirectory.source_directory = "solutions"\n')
     nbformat.write(_source(), str(tmp_path / "solutions" / "t" / "t.ipynb"))
     for student, code in [("honest", ANSWER), ("cheat", "from course_utils.gpt import top_p_filter")]:
         (tmp_path / "submitted" / student / "t").mkdir(parents=True)
         nbformat.write(_submission(code), str(tmp_path / "submitted" / student / "t" / "t.ipynb"))
-    flags = scan_submissions(tmp_path, "t")
+    flags = scan_submissions(Course.open(tmp_path), "t")
     assert flags["honest"] == [] and [f.rule for f in flags["cheat"]] == ["reference"]
-    assert list(scan_submissions(tmp_path, "t", ["honest"])) == ["honest"]
+    assert list(scan_submissions(Course.open(tmp_path), "t", ["honest"])) == ["honest"]
     assert "cheat: 1 flag(s)" in format_flags("t", flags)
 
     monkeypatch.setenv("COURSE_ROOT", str(tmp_path))

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
+from course_grader.course import Course
 from course_utils import variants
 from course_utils.variants import ENV_SEED, SPECS, draw, parameters, student_seed
 
@@ -325,7 +326,7 @@ def _small_course(course: Path) -> Path:
     keep = ("device = start(", "X = torch.tensor(", "def scaled_scores(", "got = scaled_scores(X, X)")
     nb.cells = [c for c in nb.cells if c.cell_type == "code" and any(k in c.source for k in keep)]
     nbformat.write(nb, path)
-    generate_release(course, [A], verbose=False)
+    generate_release(Course.open(course), [A], verbose=False)
     return course
 
 
@@ -336,7 +337,7 @@ def test_variant_release_carries_visible_parameters_only_and_the_gradebook_keeps
 
     monkeypatch.delenv("COURSE_VARIANT_SECRET", raising=False)
     course = _small_course(tmp_path / "course")
-    folders = release_variants(course, A, ["ada", "bob"], by="instructor", verbose=False)
+    folders = release_variants(Course.open(course), A, ["ada", "bob"], by="instructor", verbose=False)
     assert (course / SECRET_FILE).stat().st_mode & 0o777 == 0o600
     db_url = course_db_url(course)
     secret = course_secret(course)
@@ -354,7 +355,7 @@ def test_variant_release_carries_visible_parameters_only_and_the_gradebook_keeps
         assert "variants.use(" in "".join(nb["cells"][1]["source"])
     # a re-roll: a new seed, recorded with who and when; the old one kept
     before = variant_seed(db_url, "bob", A)
-    release_variants(course, A, ["ada"], reroll=["bob"], by="ta-carol", verbose=False)
+    release_variants(Course.open(course), A, ["ada"], reroll=["bob"], by="ta-carol", verbose=False)
     history = variant_history(db_url, "bob", A)
     assert [h["reroll"] for h in history] == [0, 1] and history[0]["seed"] == before
     assert history[1]["made_by"] == "ta-carol" and history[1]["made_at"] and history[1]["seed"] != before
@@ -394,7 +395,7 @@ def test_release_with_variants_then_grade_two_students(tmp_path, monkeypatch):
     d = {s: parameters(student_seed(b"e2e", s, A), A, "scaled_scores", "hidden")["d"] for s in students}
     ada = next(s for s in students if d[s] != 16)
     bob = next(s for s in students if d[s] not in (16, d[ada]))
-    folders = release_variants(course, A, [ada, bob], verbose=False)
+    folders = release_variants(Course.open(course), A, [ada, bob], verbose=False)
     releases = {ada: folders[ada], bob: folders[bob], "cleo": course / "notebooks" / A}
     copied = HARD_CODED.format(who="ada", root=math.sqrt(d[ada]))
     default = HARD_CODED.format(who="a classmate", root=4.0)
@@ -403,9 +404,9 @@ def test_release_with_variants_then_grade_two_students(tmp_path, monkeypatch):
         target.mkdir(parents=True)
         code = default if student == "cleo" else copied
         nbformat.write(fill_answers(read(folder / f"{A}.ipynb"), {"scaled_scores": code}), str(target / f"{A}.ipynb"))
-    run = autograde(course, A, sorted(releases))
+    run = autograde(Course.open(course), A, sorted(releases))
     assert {r.student: r.status for r in run.results} == dict.fromkeys(releases, "graded"), run.results
-    scores = {r.student: r.cells["test_scaled_scores"].score for r in read_scores(course)}
+    scores = {r.student: r.cells["test_scaled_scores"].score for r in read_scores(Course.open(course))}
     assert scores == {ada: 2.0, bob: 0.0, "cleo": 2.0}
 
 

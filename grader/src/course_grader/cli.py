@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from course_grader.course import Course
+from course_grader.course import WALL_LIMIT, Course
 from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
 __all__ = ["HELP", "main", "register"]
@@ -60,44 +60,44 @@ def cmd_release(args: argparse.Namespace) -> int:
     from course_grader.authoring.release import generate_release
     from course_utils.cells import HiddenMarkerError
 
-    root = find_root()
-    names = _names(root, args.assignments)
+    course = Course.open()
+    names = _names(course.root, args.assignments)
     try:
-        generate_release(root, names)
+        generate_release(course, names)
     except HiddenMarkerError as error:
         raise SystemExit(f"course release: {error}") from None
     if args.variants or args.reroll:
         from course_grader.authoring.release import release_variants
         from course_utils.variants import SPECS
 
-        students = list(args.students or _gradebook_students(root)) + [s for s in args.reroll if s not in (args.students or [])]
+        students = list(args.students or _gradebook_students(course)) + [s for s in args.reroll if s not in (args.students or [])]
         if not students:
             raise SystemExit("course release --variants: no students (name them with --students, or add them to the gradebook)")
         for name in names:
             if name not in SPECS:
                 print(f"[variant] {name}: no variant parameters; every student gets notebooks/{name}", flush=True)
                 continue
-            release_variants(root, name, students, reroll=args.reroll, by=args.by)
+            release_variants(course, name, students, reroll=args.reroll, by=args.by)
     return 0
 
 
-def _gradebook_students(root: Path) -> list[str]:
+def _gradebook_students(course: Course) -> list[str]:
     from nbgrader.api import Gradebook
 
-    from course_grader.grading.gradebook import course_db_url, fast_gradebook_creation
+    from course_grader.grading.gradebook import fast_gradebook_creation
 
     fast_gradebook_creation()
-    with Gradebook(course_db_url(root)) as gradebook:
+    with Gradebook(course.db_url) as gradebook:
         return sorted(s.id for s in gradebook.students)
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
     from course_grader.authoring.execute import execute_solutions
 
-    root = find_root()
+    course = Course.open()
     profile = _profile(args.profile)
-    results = execute_solutions(root, _names(root, args.assignments), profile=profile,
-                                out_dir=root / "build" / "executed" / profile, timeout=args.timeout)
+    results = execute_solutions(course.root, _names(course.root, args.assignments), profile=profile,
+                                out_dir=course.build_dir("executed") / profile, timeout=args.timeout)
     return 0 if all(r.ok for r in results) else 1
 
 
@@ -108,15 +108,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from course_grader.grading.parallel import default_workers
     from course_grader.authoring.release import generate_release
 
-    root = find_root()
+    course = Course.open()
+    root = course.root
     names = _names(root, args.assignments)
     profile = args.profile or os.environ.get("COURSE_PROFILE") or "ci"  # the main job is fast unless asked
     started = time.perf_counter()
     print(f"== 1/3 regenerate notebooks/ from solutions/ ({len(names)} assignments)", flush=True)
-    generate_release(root, names)
+    generate_release(course, names)
     executed_ok = True
     if not args.no_execute:
-        out_dir = root / "build" / "executed" / profile
+        out_dir = course.build_dir("executed") / profile
         print(f"== 2/3 execute the solution notebooks in the {profile!r} profile -> {out_dir.relative_to(root)}/", flush=True)
         executed_ok = all(r.ok for r in execute_solutions(root, names, profile=profile, out_dir=out_dir, timeout=args.timeout))
     course_dir = (root / args.class_dir).resolve()
@@ -218,7 +219,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
-    from course_grader.grading.scores import generate_feedback
+    from course_grader.grading.feedback import generate_feedback
     from course_grader.grading.review import held, review_submissions
 
     course = Course.open()
@@ -229,12 +230,12 @@ def cmd_feedback(args: argparse.Namespace) -> int:
         for message in not_released:
             print(f"course feedback: {message}", file=sys.stderr)
         return 1
-    on_hold = held(review_submissions(root, names, db_url=course.db_url))
+    on_hold = held(review_submissions(course, names))
     for name in names:
         skip = sorted(s for a, s in on_hold if a == name and (not args.student or s in args.student))
         for student in skip:
             print(f"{name}: no feedback for {student}: held for review (`course review {name}`)")
-        folder = generate_feedback(root, name, args.student or None, skip=skip)
+        folder = generate_feedback(course, name, args.student or None, skip=skip)
     print(f"feedback written under {folder}")
     return 0
 
@@ -246,10 +247,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.format != "csv" or args.post:
         return cmd_export_lms(args)
     course = Course.open()
-    root = course.root
-    rows = read_scores(root, course.db_url)
-    flags = submission_flags(root, sorted({(r.assignment, r.student) for r in rows}))
-    on_hold = held(review_submissions(root, sorted({r.assignment for r in rows}), flags=flags, db_url=course.db_url))
+    rows = read_scores(course)
+    flags = submission_flags(course, sorted({(r.assignment, r.student) for r in rows}))
+    on_hold = held(review_submissions(course, sorted({r.assignment for r in rows}), flags=flags))
     path = export_grades(rows, Path(args.out or "grades.csv"), flags, held=on_hold)
     waiting = sum((r.assignment, r.student) in on_hold for r in rows)
     print(f"grades written to {path}" + (f" ({waiting} held, without a score: `course review`)" if waiting else ""))
@@ -295,8 +295,8 @@ def cmd_review(args: argparse.Namespace) -> int:
             return 2
         _names(root, [args.assignment])
         try:
-            decision = decide(root, args.assignment, args.student, action, score=args.score,
-                              reason=args.reason or "", by=args.by, db_url=course.db_url)
+            decision = decide(course, args.assignment, args.student, action, score=args.score,
+                              reason=args.reason or "", by=args.by)
         except (LookupError, ValueError) as error:
             print(f"course review: {error}", file=sys.stderr)
             return 1
@@ -312,7 +312,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         return 2
     out_dir = course.build_dir("flags")
     comparisons: dict = {}
-    reviews = review_submissions(root, names, csv_dir=out_dir, comparisons=comparisons, db_url=course.db_url)
+    reviews = review_submissions(course, names, csv_dir=out_dir, comparisons=comparisons)
     if args.student:
         reviews = {key: review for key, review in reviews.items() if key[1] == args.student}
     print(format_review(reviews, names, comparisons))
@@ -328,10 +328,10 @@ def cmd_review(args: argparse.Namespace) -> int:
 def cmd_flags(args: argparse.Namespace) -> int:
     from course_grader.grading.scan import format_flags, scan_submissions, write_flags_csv
 
-    root = find_root()
-    out_dir = root / "build" / "flags"
-    for name in _names(root, args.assignments):
-        flags = scan_submissions(root, name, args.student or None)
+    course = Course.open()
+    out_dir = course.build_dir("flags")
+    for name in _names(course.root, args.assignments):
+        flags = scan_submissions(course, name, args.student or None)
         print(format_flags(name, flags))
         write_flags_csv(flags, out_dir / f"{name}.csv")
     print(f"flags written to {out_dir}/")
@@ -419,8 +419,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     grade.add_argument("--scheduler", metavar="ADDRESS", default=os.environ.get("COURSE_DASK_SCHEDULER") or None,
                        help="grade on the Dask cluster at ADDRESS (tcp://host:8786), one task per student and notebook; "
                             "the gradebook is written here (default: $COURSE_DASK_SCHEDULER; see deploy/dask/)")
-    grade.add_argument("--wall-limit", type=float, default=3600.0, metavar="SECONDS",
-                       help="with --scheduler: seconds one notebook may take before its kernel is stopped (default 3600; 0: none)")
+    grade.add_argument("--wall-limit", type=float, default=WALL_LIMIT, metavar="SECONDS",
+                       help=f"with --scheduler: seconds one notebook may take before its kernel is stopped "
+                            f"(default {WALL_LIMIT:g}; 0: none)")
     grade.add_argument("--no-sandbox", action="store_true",
                        help="grade WITHOUT the sandbox (student code runs with your rights; trusted code only)")
     feedback = add("feedback", cmd_feedback, "write HTML feedback for graded submissions to feedback/")

@@ -15,11 +15,14 @@ from typing import Any, Sequence
 
 from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
-__all__ = ["BUILD_KINDS", "Course", "GRADING_PROFILE", "STEPS", "UnknownAssignment"]
+__all__ = ["BUILD_KINDS", "Course", "GRADING_PROFILE", "STEPS", "UnknownAssignment", "WALL_LIMIT"]
 
 # The profile submissions are graded in unless the instructor says otherwise (`course grade --profile`):
 # the grading limits of nbgrader_config.py are sized for it, whatever COURSE_PROFILE says in the shell.
 GRADING_PROFILE = "ci"
+# Seconds one notebook may take on a Dask worker, kernel start to last cell, before its kernel is
+# stopped (`course grade --wall-limit`; the one default of the CLI, `grade()` and the Dask path)
+WALL_LIMIT = 3600.0
 
 
 # nbgrader's steps, each kept in the folder ``CourseDirectory.<step>_directory`` names

@@ -29,7 +29,8 @@ import nbformat
 from course_utils.cells import answer_cells, fill_answers, nbgrader_meta, read, solution_code
 from course_grader.course import Course
 from course_grader.grading.pipeline import grade
-from course_grader.grading.scores import NotebookScore, generate_feedback, read_scores
+from course_grader.grading.feedback import generate_feedback
+from course_grader.grading.scores import NotebookScore, read_scores
 from course_grader.authoring.mistakes import Mistake, load_mistakes
 from course_grader.grading.runner import NbgraderError
 from course_grader.authoring.release import generate_release, prepare_scratch_course
@@ -94,16 +95,16 @@ def demo_students(mistakes: Sequence[Mistake], *, isolated: bool = False, baseli
     return students
 
 
-def write_submissions(course_dir: Path, assignment: str, students: Sequence[DemoStudent]) -> None:
+def write_submissions(course: Course, assignment: str, students: Sequence[DemoStudent]) -> None:
     """Write ``submitted/<student>/<assignment>/<notebook>.ipynb`` for every student."""
-    sources = sorted((course_dir / "solutions" / assignment).glob("*.ipynb"))
+    sources = sorted(course.path("source", assignment=assignment).glob("*.ipynb"))
     for student in students:
-        folder = course_dir / "submitted" / student.student_id / assignment
+        folder = course.path("submitted", student.student_id, assignment)
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
     for source_path in sources:
-        release = read(course_dir / "notebooks" / assignment / source_path.name)
+        release = read(course.path("release", assignment=assignment) / source_path.name)
         answers = solution_code(read(source_path))
         for student in students:
             if student.kind == "blank":
@@ -114,7 +115,7 @@ def write_submissions(course_dir: Path, assignment: str, students: Sequence[Demo
                     if mistake.cell in answers:
                         student_answers[mistake.cell] = mistake.apply(answers[mistake.cell])
                 submission = fill_answers(release, student_answers)
-            nbformat.write(submission, str(course_dir / "submitted" / student.student_id / assignment / source_path.name))
+            nbformat.write(submission, str(course.path("submitted", student.student_id, assignment) / source_path.name))
     known = {nbgrader_meta(c)["grade_id"] for p in sources for c in answer_cells(read(p))}
     for student in students:
         for mistake in student.mistakes:
@@ -263,10 +264,10 @@ def _grade_part(
     one grading pipeline (:func:`~course_grader.grading.pipeline.grade`), serially. The scratch course
     holds exactly these assignments, so one nbgrader process releases them all, and one grades them all."""
     prepare_scratch_course(root, course_dir, assignments)
-    generate_release(course_dir, assignments, verbose=False, one_process=True)
-    for name in assignments:
-        write_submissions(course_dir, name, class_lists[name])
     course = Course.open(course_dir)
+    generate_release(course, assignments, verbose=False, one_process=True)
+    for name in assignments:
+        write_submissions(course, name, class_lists[name])
     started = time.perf_counter()
     graded = grade(course, list(assignments), workers=1, manual_views=False, say=lambda line: None)
     report.failed.update(graded.failed)
@@ -274,10 +275,10 @@ def _grade_part(
         progress(assignments, time.perf_counter() - started)
     for name in assignments if feedback else ():
         try:
-            generate_feedback(course_dir, name)
+            generate_feedback(course, name)
         except NbgraderError as error:
             print(f"  feedback for {name} failed: {error}", flush=True)
-    return read_scores(course_dir, course.db_url)
+    return read_scores(course)
 
 
 def grade_demo_class(

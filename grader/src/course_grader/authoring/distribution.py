@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 
 from course_utils.cells import read
-from course_utils.layout import assignments
+from course_utils.layout import assignments, notebook_paths
 
 __all__ = ["MARKERS", "build_student_distribution", "dist_texts", "leaks", "secret_lines"]
 # nbgrader markers: none may appear anywhere in the distribution (spelled with [ ] here on purpose)
@@ -77,7 +77,7 @@ def secret_lines(root: Path) -> tuple[set[str], set[str]]:
     solution: set[str] = set()
     public: set[str] = set()
     for name in assignments(root):
-        for path in sorted((root / "solutions" / name).glob("*.ipynb")):
+        for path in notebook_paths(root, name):
             for cell in read(path).cells:
                 for match in _BLOCK.finditer(cell.source):
                     (hidden if match.group("kind").startswith("HIDDEN") else solution).update(_lines(match.group("body")))

@@ -8,45 +8,47 @@ from pathlib import Path
 from typing import Sequence
 
 from course_utils.cells import HiddenMarkerError, hidden_marker_problems, read
-from course_utils.layout import assignments as list_assignments
+from course_grader.course import Course
 from course_grader.grading.runner import run_nbgrader, write_course_config
 
 __all__ = ["generate_release", "prepare_scratch_course", "check_hidden_markers", "release_variants", "variant_cell_source"]
 
 
-def check_hidden_markers(course_dir: Path, names: Sequence[str]) -> None:
+def check_hidden_markers(course: Course, names: Sequence[str]) -> None:
     """Refuse a hidden-test marker the one grammar does not accept (:mod:`course_utils.cells`):
     nbgrader would hide a line that merely *contains* the marker in the release, and the checker
     would then run that block in the student's kernel. Raises ``HiddenMarkerError`` naming
     notebook, cell and line of each."""
     problems = []
     for name in names:
-        for path in sorted((course_dir / "solutions" / name).glob("*.ipynb")):
+        for path in sorted(course.path("source", assignment=name).glob("*.ipynb")):
             for index, cell in enumerate(read(path).cells):
                 if cell.cell_type == "code":
-                    problems += [f"{path.relative_to(course_dir)}, cell {index}, {p}" for p in hidden_marker_problems(cell.source)]
+                    problems += [f"{path.relative_to(course.root)}, cell {index}, {p}" for p in hidden_marker_problems(cell.source)]
     if problems:
         raise HiddenMarkerError("hidden-test markers the release does not accept:\n  " + "\n  ".join(problems))
 
 
 def prepare_scratch_course(root: Path, course_dir: Path, names: Sequence[str]) -> Path:
-    """A throw-away course directory holding copies of the given assignments' sources.
+    """A throw-away course directory holding copies of the given assignments' sources (the course at
+    ``root`` configures it: its folder names, its limits; its own gradebook).
 
     Demo classes and tests grade there, so the instructor's own gradebook and
     submissions at the repository root are never touched.
     """
     course_dir.mkdir(parents=True, exist_ok=True)
     write_course_config(course_dir, root / "nbgrader_config.py")
+    origin, scratch = Course.open(root), Course.open(course_dir)
     for name in names:
-        target = course_dir / "solutions" / name
+        target = scratch.path("source", assignment=name)
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(root / "solutions" / name, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        shutil.copytree(origin.path("source", assignment=name), target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     return course_dir
 
 
 def generate_release(
-    course_dir: Path,
+    course: Course,
     names: Sequence[str] | None = None,
     *,
     verbose: bool = True,
@@ -61,21 +63,21 @@ def generate_release(
     starts once instead of once per assignment (seconds each). Only where ``names`` are every
     assignment of the course (a scratch course); otherwise a ValueError.
     """
-    names = list(names or list_assignments(course_dir))
-    check_hidden_markers(course_dir, names)
+    names = list(names or course.assignments())
+    check_hidden_markers(course, names)
     if one_process and len(names) > 1:
-        if sorted(names) != list_assignments(course_dir):
-            raise ValueError(f"one_process releases every assignment of {course_dir}, not only {names}")
+        if sorted(names) != course.assignments():
+            raise ValueError(f"one_process releases every assignment of {course.root}, not only {names}")
         started = time.perf_counter()
-        run_nbgrader(["generate_assignment", "*", "--force"], course_dir)
+        run_nbgrader(["generate_assignment", "*", "--force"], course.root)
         if verbose:
             print(f"[release] {', '.join(names)}  ({time.perf_counter() - started:.1f} s)", flush=True)
-        return [course_dir / "notebooks" / name for name in names]
+        return [course.path("release", assignment=name) for name in names]
     released = []
     for index, name in enumerate(names, 1):
         started = time.perf_counter()
-        run_nbgrader(["generate_assignment", name, "--force"], course_dir)
-        released.append(course_dir / "notebooks" / name)
+        run_nbgrader(["generate_assignment", name, "--force"], course.root)
+        released.append(course.path("release", assignment=name))
         if verbose:
             print(f"[release {index}/{len(names)}] {name}  ({time.perf_counter() - started:.1f} s)", flush=True)
     return released
@@ -99,7 +101,7 @@ def variant_cell_source(assignment: str, visible: dict) -> str:
             f"print({('your variant: ' + summary)!r})")
 
 
-def release_variants(course_dir: Path, assignment: str, students: Sequence[str], *, reroll: Sequence[str] = (),
+def release_variants(course: Course, assignment: str, students: Sequence[str], *, reroll: Sequence[str] = (),
                      by: str | None = None, verbose: bool = True) -> dict[str, Path]:
     """Each student's own release of ``assignment`` (``variants/<student>/<assignment>/``): the
     generic release (``notebooks/``, generated first) with a cell that carries their visible
@@ -107,24 +109,22 @@ def release_variants(course_dir: Path, assignment: str, students: Sequence[str],
     Returns each student's folder. A ValueError when the assignment has no variant parameters."""
     import nbformat
 
-    from course_grader.grading.gradebook import course_db_url
     from course_grader.grading.variants import assign_variants, course_secret, reroll_variant
     from course_utils.variants import SPECS, visible_parameters
 
     if assignment not in SPECS:
         raise ValueError(f"{assignment} has no variant parameters (course_utils.variants.SPECS has: {', '.join(SPECS)})")
-    secret = course_secret(course_dir, create=True)
+    secret = course_secret(course.root, create=True)
     assert secret is not None
-    db_url = course_db_url(course_dir)
     for student in reroll:
-        reroll_variant(db_url, secret, assignment, student, by)
-    seeds = assign_variants(db_url, secret, assignment, list(students), by)
+        reroll_variant(course.db_url, secret, assignment, student, by)
+    seeds = assign_variants(course.db_url, secret, assignment, list(students), by)
     released = {}
     for student, seed in seeds.items():
-        target = course_dir / VARIANTS_DIR / student / assignment
+        target = course.root / VARIANTS_DIR / student / assignment
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(course_dir / "notebooks" / assignment, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        shutil.copytree(course.path("release", assignment=assignment), target, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         visible = visible_parameters(seed, assignment)
         for path in sorted(target.glob("*.ipynb")):
             nb = nbformat.read(path, as_version=4)

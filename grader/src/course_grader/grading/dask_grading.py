@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from course_grader.course import STEPS, WALL_LIMIT, Course
 from course_grader.grading.scores import GradingRun, StudentResult, student_result
 from course_grader.grading.recording import write_tree as _write_tree
 
@@ -60,7 +61,7 @@ __all__ = [
     "MAX_RESUBMITS",
 ]
 
-DEFAULT_WALL_LIMIT = 3600.0  # seconds per notebook, kernel start to last cell
+DEFAULT_WALL_LIMIT = WALL_LIMIT  # seconds per notebook, kernel start to last cell
 # How many times a submission whose task ended cancelled or lost (not errored) is submitted again
 # before it is reported failed: Dask's own bound for a task whose worker dies
 # (distributed.scheduler.allowed-failures, 3 by default). What cancels or loses a task comes from
@@ -146,31 +147,30 @@ def _digest(*parts: Mapping[str, bytes] | str) -> str:
 # ----------------------------------------------------------------------------- the client's side: bundles
 
 
-def assignment_bundle(course_dir: Path, assignment: str, *, profile: str = "ci", db_url: str | None = None) -> AssignmentBundle:
+def assignment_bundle(course: Course, assignment: str) -> AssignmentBundle:
     """The :class:`AssignmentBundle` of ``assignment``: built once per run, sent to the cluster once."""
     from unittest import mock
 
-    from course_grader.grading.gradebook import copy_assignment_definition, course_db_url, nbgrader_config
+    from course_grader.grading.gradebook import copy_assignment_definition, nbgrader_config
     from course_grader.grading.runner import grading_env
 
-    db_url = db_url or course_db_url(course_dir)
-    with mock.patch.dict(os.environ, grading_env(profile)):  # as the nbgrader process of a local run reads it
-        config = json.loads(json.dumps(nbgrader_config(course_dir)))
+    with mock.patch.dict(os.environ, grading_env(course.profile)):  # as the nbgrader process of a local run reads it
+        config = json.loads(json.dumps(nbgrader_config(course.root)))
     for key in ("root", "db_url"):
         config.get("CourseDirectory", {}).pop(key, None)
     for section in ("Exchange", "ExchangeFactory"):
         config.pop(section, None)
-    source = _read_tree(course_dir / config.get("CourseDirectory", {}).get("source_directory", "solutions") / assignment)
+    source = _read_tree(course.path("source", assignment=assignment))
     with tempfile.TemporaryDirectory(prefix="course-bundle-") as scratch:
         path = Path(scratch) / "gradebook.db"
-        copy_assignment_definition(db_url, f"sqlite:///{path}", assignment)
+        copy_assignment_definition(course.db_url, f"sqlite:///{path}", assignment)
         gradebook = path.read_bytes()
     digest = _digest(source, json.dumps(config, sort_keys=True))
     return AssignmentBundle(assignment, digest, source, gradebook, config)
 
 
-def submission_task(course_dir: Path, assignment: str, student: str, **settings: Any) -> SubmissionTask:
-    files = _read_tree(course_dir / "submitted" / student / assignment)
+def submission_task(course: Course, assignment: str, student: str, **settings: Any) -> SubmissionTask:
+    files = _read_tree(course.path("submitted", student, assignment))
     return SubmissionTask(assignment, student, _digest(files), files, **settings)
 
 
@@ -239,20 +239,23 @@ def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> Submis
     else:
         env["COURSE_SANDBOX"] = "off"
     with _ONE_AT_A_TIME, tempfile.TemporaryDirectory(prefix="course-dask-") as scratch:
-        course = Path(scratch) / "course"
-        (course / "gradebook.db").parent.mkdir(parents=True)
-        (course / "gradebook.db").write_bytes(bundle.gradebook)
-        source_dir = bundle.config.get("CourseDirectory", {}).get("source_directory", "solutions")
-        _write_tree(course / source_dir / bundle.assignment, bundle.source)
-        _write_tree(course / "submitted" / task.student / task.assignment, task.files)
+        # a scratch course of this one submission: the bundle's source folder, nbgrader's others
+        folders = bundle.config.get("CourseDirectory", {})
+        course = Course(Path(scratch) / "course", f"sqlite:///{Path(scratch) / 'course' / 'gradebook.db'}", task.profile,
+                        directories=tuple((step, folders[f"{step}_directory"]) for step in STEPS
+                                          if f"{step}_directory" in folders))
+        course.root.mkdir(parents=True)
+        (course.root / "gradebook.db").write_bytes(bundle.gradebook)
+        _write_tree(course.path("source", assignment=bundle.assignment), bundle.source)
+        _write_tree(course.path("submitted", task.student, task.assignment), task.files)
         base = Path(scratch) / "course_config.py"
         base.write_text("from traitlets.config import Config\n"
                         f"get_config().merge(Config({bundle.config!r}))  # noqa: F821\n")
-        write_course_config(course, base, own_gradebook=True)
+        write_course_config(course.root, base, own_gradebook=True)
         spec = Path(scratch) / "spec.json"
         results = Path(scratch) / "results.jsonl"
-        spec.write_text(json.dumps({"course_dir": str(course), "assignment": task.assignment, "students": [task.student],
-                                    "config": {}, "results": str(results)}))
+        spec.write_text(json.dumps({"course_dir": str(course.root), "assignment": task.assignment,
+                                    "students": [task.student], "config": {}, "results": str(results)}))
         path, cwd = list(sys.path), os.getcwd()
         try:
             with _environment(env), warnings.catch_warnings(), _wall_limit(task.wall_limit) as stopped:
@@ -270,13 +273,13 @@ def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> Submis
             outcome = {"success": False, "wall_limit": True, "log": str(outcome.get("log", ""))[-2000:],
                        "error": f"past the wall limit of {task.wall_limit:g} s per notebook: the kernel was stopped "
                                 "(--wall-limit)"}
-        folder = course / "autograded" / task.student / task.assignment
+        folder = course.path("autograded", task.student, task.assignment)
         executed = _read_tree(folder) if outcome.get("success") and folder.is_dir() else {}
         scores: dict[str, dict[str, list[float]]] = {}
         if executed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                rows = read_scores(course, f"sqlite:///{course / 'gradebook.db'}")
+                rows = read_scores(course)
             for row in rows:
                 scores[row.notebook] = {gid: [c.score, c.max_score] for gid, c in row.cells.items()}
         flags = [str(flag) for flag in checker_evidence(folder)] if executed else []
@@ -288,12 +291,12 @@ def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> Submis
 # ----------------------------------------------------------------------------- the journal
 
 
-def journal_path(course_dir: Path, assignment: str) -> Path:
-    return Path(course_dir) / "build" / "grading" / f"{assignment}.jsonl"
+def journal_path(course: Course, assignment: str) -> Path:
+    return course.build_dir("grading") / f"{assignment}.jsonl"
 
 
-def _journal(course_dir: Path, assignment: str) -> list[dict[str, Any]]:
-    path = journal_path(course_dir, assignment)
+def _journal(course: Course, assignment: str) -> list[dict[str, Any]]:
+    path = journal_path(course, assignment)
     if not path.is_file():
         return []
     entries = []
@@ -303,18 +306,18 @@ def _journal(course_dir: Path, assignment: str) -> list[dict[str, Any]]:
     return entries
 
 
-def _append(course_dir: Path, assignment: str, entries: Sequence[dict[str, Any]]) -> None:
-    path = journal_path(course_dir, assignment)
+def _append(course: Course, assignment: str, entries: Sequence[dict[str, Any]]) -> None:
+    path = journal_path(course, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
         handle.writelines(json.dumps(entry) + "\n" for entry in entries)
 
 
-def expected_seconds(course_dir: Path, assignments: Sequence[str]) -> dict[str, float]:
+def expected_seconds(course: Course, assignments: Sequence[str]) -> dict[str, float]:
     """Median seconds of each notebook's recorded tasks (unknown: the median of the known ones, else 0)."""
     known = {}
     for name in assignments:
-        seconds = [e["seconds"] for e in _journal(course_dir, name) if e.get("seconds")]
+        seconds = [e["seconds"] for e in _journal(course, name) if e.get("seconds")]
         if seconds:
             known[name] = statistics.median(seconds)
     fallback = statistics.median(known.values()) if known else 0.0
@@ -324,14 +327,14 @@ def expected_seconds(course_dir: Path, assignments: Sequence[str]) -> dict[str, 
 # ----------------------------------------------------------------------------- the client
 
 
-def _record(course_dir: Path, results: Sequence[SubmissionResult], db_url: str) -> dict[tuple[str, str], StudentResult]:
+def _record(course: Course, results: Sequence[SubmissionResult]) -> dict[tuple[str, str], StudentResult]:
     """Record one batch of executed notebooks in the real course (serial, no kernel) and journal them."""
     from course_grader.grading.recording import record_executed_notebooks
 
     recorded: dict[tuple[str, str], StudentResult] = {}
     for assignment in sorted({r.assignment for r in results}):
         batch = [r for r in results if r.assignment == assignment]
-        outcomes = record_executed_notebooks(course_dir, assignment, {r.student: r.executed for r in batch}, db_url=db_url)
+        outcomes = record_executed_notebooks(course, assignment, {r.student: r.executed for r in batch})
         entries = []
         for result in batch:
             outcome = outcomes.get(result.student) or StudentResult(result.student, assignment, "failed",
@@ -340,7 +343,7 @@ def _record(course_dir: Path, results: Sequence[SubmissionResult], db_url: str) 
             if outcome.status == "graded":
                 entries.append({"student": result.student, "digest": result.digest, "status": "recorded",
                                 "seconds": round(result.seconds, 2), "worker": result.worker})
-        _append(course_dir, assignment, entries)
+        _append(course, assignment, entries)
     return recorded
 
 
@@ -380,22 +383,21 @@ def _bundle(bundle: AssignmentBundle) -> AssignmentBundle:
 
 
 def grade_on_dask(
-    course_dir: Path,
+    course: Course,
     classes: Mapping[str, Sequence[str]],
     scheduler: Any,
     *,
-    profile: str = "ci",
     wall_limit: float | None = DEFAULT_WALL_LIMIT,
     sandbox: bool = True,
     progress: bool = True,
     batch: int = 20,
     batch_seconds: float = 30.0,
     execute: Callable[[AssignmentBundle, SubmissionTask], SubmissionResult] = execute_submission,
-    db_url: str | None = None,
     resubmits: int = MAX_RESUBMITS,
 ) -> list[GradingRun]:
-    """Grade ``classes`` (assignment -> students) on the Dask cluster at ``scheduler`` (an
-    address, or a ``distributed.Client``); one :class:`GradingRun` per assignment.
+    """Grade ``classes`` (assignment -> students) of ``course`` in ``course.profile`` on the Dask
+    cluster at ``scheduler`` (an address, or a ``distributed.Client``); one :class:`GradingRun` per
+    assignment.
 
     A task that ends cancelled or lost is submitted again, at most ``resubmits`` times (then the
     student is reported failed, saying so); each student is recorded at most once.
@@ -407,17 +409,15 @@ def grade_on_dask(
     from distributed import Client, as_completed
     from tqdm import tqdm
 
-    from course_grader.grading.gradebook import course_db_url, require_assignment
+    from course_grader.grading.gradebook import require_assignment
 
-    course_dir = Path(course_dir).resolve()
-    db_url = db_url or course_db_url(course_dir)
     for name in classes:
-        require_assignment(db_url, name)
+        require_assignment(course.db_url, name)
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     results: dict[tuple[str, str], StudentResult] = {}
     try:
-        bundles = {name: assignment_bundle(course_dir, name, profile=profile, db_url=db_url) for name in classes}
-        priority = expected_seconds(course_dir, list(classes))
+        bundles = {name: assignment_bundle(course, name) for name in classes}
+        priority = expected_seconds(course, list(classes))
         # future -> (assignment, student, attempt): not the submission's files, read again if it is resubmitted
         # (13 notebooks of 10,000 students held in the client would be gigabytes)
         owners: dict[Any, tuple[str, str, int]] = {}
@@ -438,11 +438,12 @@ def grade_on_dask(
             return future
 
         def read(name: str, student: str) -> SubmissionTask:
-            task = submission_task(course_dir, name, student, profile=profile, wall_limit=wall_limit, sandbox=sandbox)
+            task = submission_task(course, name, student, profile=course.profile, wall_limit=wall_limit,
+                                   sandbox=sandbox)
             return dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
 
         for name, students in classes.items():
-            done = {(e["student"], e["digest"]) for e in _journal(course_dir, name) if e.get("status") == "recorded"}
+            done = {(e["student"], e["digest"]) for e in _journal(course, name) if e.get("status") == "recorded"}
             for student in students:
                 task = read(name, student)
                 if (student, task.digest) in done:
@@ -488,15 +489,15 @@ def grade_on_dask(
                     elif result.outcome.get("wall_limit"):
                         results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
                     else:
-                        results[(name, student)] = student_result(student, name, result.outcome, db_url)
+                        results[(name, student)] = student_result(student, name, result.outcome, course.db_url)
                     bar.update()
                 # at most `batch` per recording: an interrupted client has lost at most one batch's work
                 while len(pending) >= batch or (pending and time.monotonic() - last >= batch_seconds):
                     chunk, pending = pending[:batch], pending[batch:]
-                    results.update(_record(course_dir, chunk, db_url))
+                    results.update(_record(course, chunk))
                     last = time.monotonic()
         if pending:
-            results.update(_record(course_dir, pending, db_url))
+            results.update(_record(course, pending))
     finally:
         if client is not scheduler:
             client.close()

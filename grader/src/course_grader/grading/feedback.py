@@ -1,4 +1,5 @@
-"""Feedback that tells students what failed without handing them the hidden tests.
+"""Feedback that tells students what failed without handing them the hidden tests, and the
+command that writes it (:func:`generate_feedback`).
 
 nbgrader's feedback HTML shows every graded cell as it ran: hidden tests, their tracebacks,
 and whatever student code printed while a test called it. Student code can read the test
@@ -21,7 +22,7 @@ import html
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Collection, Iterable, Sequence
 
 import nbformat
 
@@ -30,7 +31,10 @@ from traitlets import Bool, Int, Unicode
 
 from course_utils.cells import HIDDEN_BEGIN, hidden_block_lines, hidden_flags, is_test_cell
 
-__all__ = ["HideHiddenTests", "hide_hidden_tests", "hidden_lines", "redact", "REDACTED"]
+if TYPE_CHECKING:
+    from course_grader.course import Course
+
+__all__ = ["HideHiddenTests", "generate_feedback", "hide_hidden_tests", "hidden_lines", "redact", "REDACTED"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _MARKERS = re.compile(r"#+\s*(BEGIN|END)\s+(HIDDEN\s+TESTS|SOLUTION)", re.I)
@@ -187,3 +191,37 @@ class HideHiddenTests(Preprocessor):
                 data[mime] = redact(value, pattern)
             else:  # JSON payloads (widgets, application/json): only the text forms are safe to keep
                 del data[mime]
+
+
+def generate_feedback(
+    course: Course,
+    assignment: str,
+    students: Sequence[str] | None = None,
+    skip: Collection[str] = (),
+) -> Path:
+    """``nbgrader generate_feedback``: HTML feedback per student under ``feedback/``, written through
+    :class:`HideHiddenTests` (nbgrader_config.py puts it in nbgrader's feedback pipeline).
+
+    ``skip``: students whose submission is held for review: no feedback is generated for
+    them, and an earlier copy (``feedback/<student>/<assignment>/``) is removed so that
+    ``nbgrader release_feedback`` cannot release it.
+
+    Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when the assignment is
+    not in the gradebook."""
+    import shutil
+
+    from course_grader.grading.gradebook import require_assignment
+    from course_grader.grading.runner import run_nbgrader
+
+    require_assignment(course.db_url, assignment)
+    skip = set(skip)
+    for student in sorted(skip):
+        shutil.rmtree(course.path("feedback", student, assignment), ignore_errors=True)
+    base = ["generate_feedback", assignment, "--force"]
+    if students:
+        runs = [base + [f"--student={student}"] for student in students if student not in skip]
+    else:
+        runs = [base + ([f"--CourseDirectory.student_id_exclude={','.join(sorted(skip))}"] if skip else [])]
+    for args in runs:
+        run_nbgrader(args, course.root)
+    return course.path("feedback")

@@ -23,12 +23,14 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from nbformat import NotebookNode
 
 from course_utils.cells import nbgrader_meta, read
-from course_utils.layout import notebook_paths
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = ["WrittenQuestion", "written_questions", "view_path", "write_view", "write_views"]
 
@@ -116,8 +118,8 @@ def _run_header(submission: NotebookNode) -> str:
     return ""
 
 
-def view_path(course_dir: Path, assignment: str, student: str) -> Path:
-    return Path(course_dir) / "build" / "manual" / assignment / f"{student}.html"
+def view_path(course: Course, assignment: str, student: str) -> Path:
+    return course.build_dir("manual") / assignment / f"{student}.html"
 
 
 _STYLE = """body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}
@@ -156,25 +158,24 @@ def render_view(assignment: str, student: str, source_nb: NotebookNode, submissi
             f"</title><style>{_STYLE}</style></head><body>{''.join(body)}</body></html>")
 
 
-def write_view(course_dir: Path, assignment: str, student: str) -> Path | None:
+def write_view(course: Course, assignment: str, student: str) -> Path | None:
     """Write the view from ``submitted/<student>/<assignment>/``; None when there is nothing to show."""
-    course_dir = Path(course_dir)
-    sources = notebook_paths(course_dir, assignment)
+    sources = sorted(course.path("source", assignment=assignment).glob("*.ipynb"))
     if not sources:
         return None
     source_nb = read(sources[0])
     if not written_questions(source_nb):
         return None
-    submitted = course_dir / "submitted" / student / assignment / sources[0].name
+    submitted = course.path("submitted", student, assignment) / sources[0].name
     try:
         submission = read(submitted)
     except Exception:  # noqa: BLE001 - a malformed submission: grading reports it; no view
         return None
-    path = view_path(course_dir, assignment, student)
+    path = view_path(course, assignment, student)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_view(assignment, student, source_nb, submission), encoding="utf-8")
     return path
 
 
-def write_views(course_dir: Path, assignment: str, students: Sequence[str]) -> list[Path]:
-    return [p for p in (write_view(course_dir, assignment, s) for s in students) if p is not None]
+def write_views(course: Course, assignment: str, students: Sequence[str]) -> list[Path]:
+    return [p for p in (write_view(course, assignment, s) for s in students) if p is not None]

@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
-from course_grader.grading.gradebook import copy_assignment_definition, course_db_url, require_assignment
+from course_grader.course import Course
+from course_grader.grading.gradebook import copy_assignment_definition, require_assignment
 from course_grader.grading.scores import GradingRun, StudentResult, student_result
 from course_grader.grading.runner import autograde_students, write_course_config
 from course_grader.grading.submissions import submitted_students
@@ -49,24 +50,27 @@ def default_workers() -> int:
 
 
 def _grade_group(
-    course_dir: Path, scratch: Path, assignment: str, group: Sequence[str], profile: str, db_url: str
+    course: Course, scratch_dir: Path, assignment: str, group: Sequence[str]
 ) -> tuple[dict[str, Path], list[StudentResult], str]:
-    """Execute ``group``'s notebooks in a private scratch course.
+    """Execute ``group``'s notebooks in a private scratch course (the course's folder names, its
+    own sqlite gradebook).
 
     Returns the executed notebook folders of the students nbgrader graded, the results of
     those it could not grade, and the log.
     """
-    write_course_config(scratch, course_dir / "nbgrader_config.py", own_gradebook=True)
-    copy_assignment_definition(db_url, f"sqlite:///{scratch / 'gradebook.db'}", assignment)
-    shutil.copytree(course_dir / "solutions" / assignment, scratch / "solutions" / assignment)
+    scratch = Course(scratch_dir, f"sqlite:///{scratch_dir / 'gradebook.db'}", course.profile, course.cell_timeout,
+                     course.directories)
+    write_course_config(scratch.root, course.root / "nbgrader_config.py", own_gradebook=True)
+    copy_assignment_definition(course.db_url, scratch.db_url, assignment)
+    shutil.copytree(course.path("source", assignment=assignment), scratch.path("source", assignment=assignment))
     for student in group:
-        shutil.copytree(course_dir / "submitted" / student / assignment, scratch / "submitted" / student / assignment)
-    outcomes, log = autograde_students(scratch, assignment, group, profile=profile)
+        shutil.copytree(course.path("submitted", student, assignment), scratch.path("submitted", student, assignment))
+    outcomes, log = autograde_students(scratch.root, assignment, group, profile=course.profile)
     executed: dict[str, Path] = {}
     failed: list[StudentResult] = []
     for student in group:
-        result = student_result(student, assignment, outcomes[student], db_url)
-        folder = scratch / "autograded" / student / assignment
+        result = student_result(student, assignment, outcomes[student], course.db_url)
+        folder = scratch.path("autograded", student, assignment)
         if result.status == "graded" and folder.is_dir():
             executed[student] = folder
         elif result.status == "graded":
@@ -76,44 +80,39 @@ def _grade_group(
     return executed, failed, log
 
 
-def record_executed(
-    course_dir: Path, assignment: str, staging: Path, *, profile: str = "ci", db_url: str | None = None
-) -> tuple[dict[str, StudentResult], str]:
+def record_executed(course: Course, assignment: str, staging: Path) -> tuple[dict[str, StudentResult], str]:
     """Phase 2: record the executed notebooks in ``staging/<student>/<assignment>/`` (a private
     folder) in the real course, serially and without kernels; each student's submitted
     ``timestamp.txt`` goes with them. Returns ``student -> result`` and nbgrader's log."""
-    db_url = db_url or course_db_url(course_dir)
     graded = sorted(p.parent.name for p in staging.glob(f"*/{assignment}") if p.is_dir()) if staging.is_dir() else []
     if not graded:
         return {}, ""
     for student in graded:
-        timestamp = course_dir / "submitted" / student / assignment / "timestamp.txt"
+        timestamp = course.path("submitted", student, assignment) / "timestamp.txt"
         if timestamp.is_file():
             target = staging / student / assignment / "timestamp.txt"
             target.unlink(missing_ok=True)  # nbgrader's copy there is read-only (0444): a grader who is not root cannot overwrite it
             shutil.copy2(timestamp, target)
     config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
-    outcomes, log = autograde_students(course_dir, assignment, graded, profile=profile, config=config)
-    return {s: student_result(s, assignment, outcomes[s], db_url) for s in graded}, log
+    outcomes, log = autograde_students(course.root, assignment, graded, profile=course.profile, config=config)
+    return {s: student_result(s, assignment, outcomes[s], course.db_url) for s in graded}, log
 
 
 def autograde_parallel(
-    course_dir: Path,
+    course: Course,
     assignment: str,
     students: Sequence[str] | None = None,
     *,
     workers: int | None = None,
-    profile: str = "ci",
-    db_url: str | None = None,
 ) -> GradingRun:
-    """Grade ``assignment`` for all (or the given) students of ``course_dir`` in parallel.
+    """Grade ``assignment`` for all (or the given) students of ``course`` in ``course.profile``, in
+    parallel.
 
     Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when the
     assignment is not in the gradebook.
     """
-    db_url = db_url or course_db_url(course_dir)
-    require_assignment(db_url, assignment)
-    students = submitted_students(course_dir, assignment, students)
+    require_assignment(course.db_url, assignment)
+    students = submitted_students(course, assignment, students)
     workers = workers or default_workers()
     results: dict[str, StudentResult] = {}
     logs: list[str] = []
@@ -125,8 +124,7 @@ def autograde_parallel(
         groups = [students[i::workers] for i in range(workers) if students[i::workers]]
         with ThreadPoolExecutor(max_workers=len(groups) or 1) as pool:  # threads only wait on subprocesses
             done = list(pool.map(
-                lambda item: _grade_group(
-                    course_dir, scratch_root / f"worker{item[0]}", assignment, item[1], profile, db_url),
+                lambda item: _grade_group(course, scratch_root / f"worker{item[0]}", assignment, item[1]),
                 enumerate(groups),
             ))
         staging = scratch_root / "executed"
@@ -135,7 +133,7 @@ def autograde_parallel(
             results.update({r.student: r for r in group_failed})
             for student, folder in executed.items():
                 shutil.copytree(folder, staging / student / assignment)
-        recorded, log = record_executed(course_dir, assignment, staging, profile=profile, db_url=db_url)
+        recorded, log = record_executed(course, assignment, staging)
         logs.append(log)
         results.update(recorded)
     finally:

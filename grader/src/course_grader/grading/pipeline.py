@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
-from course_grader.course import Course
+from course_grader.course import WALL_LIMIT, Course
 from course_grader.grading.scores import NotebookScore, StudentResult, read_scores, submission_flags
 
 __all__ = ["GradeReport", "grade"]
@@ -47,14 +47,14 @@ class GradeReport:
     def rows(self) -> list[NotebookScore]:
         """The gradebook's scores of the graded submissions (the failed ones left out)."""
         failed, names = self.failed, set(self.assignments)
-        return [r for r in read_scores(self.course.root, self.course.db_url)
+        return [r for r in read_scores(self.course)
                 if r.assignment in names and (r.assignment, r.student) not in failed
                 and (not self.students or r.student in self.students)]
 
     @cached_property
     def flags(self) -> dict[tuple[str, str], list[Any]]:
         """``(assignment, student) -> flags`` from the scan and the checker's evidence."""
-        return submission_flags(self.course.root, sorted({(r.assignment, r.student) for r in self.results}))
+        return submission_flags(self.course, sorted({(r.assignment, r.student) for r in self.results}))
 
 
 def grade(
@@ -64,7 +64,7 @@ def grade(
     *,
     workers: int = 1,
     scheduler: Any = None,
-    wall_limit: float | None = None,
+    wall_limit: float | None = WALL_LIMIT,
     sandbox: bool = True,
     manual_views: bool = True,
     say: Callable[[str], None] = lambda line: print(line, flush=True),
@@ -72,7 +72,7 @@ def grade(
     """Grade ``assignments`` for all (or the given) ``students`` of ``course`` in ``course.profile``.
 
     ``workers``: students graded at once on this machine (1: serial nbgrader); ``scheduler``: a
-    Dask scheduler address or client instead (``wall_limit``: seconds per notebook there;
+    Dask scheduler address or client instead (``wall_limit``: seconds per notebook there, None: no limit;
     ``sandbox`` is passed to its workers, which cannot see this process's environment).
     Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when an assignment is
     not in the gradebook.
@@ -88,14 +88,14 @@ def grade(
     missing: dict[str, list[str]] = {}
     first: dict[str, list[StudentResult]] = {}  # each assignment's malformed and missing, before its graded
     for name in assignments:
-        problems = inspect_submissions(course.root, name, only)
+        problems = inspect_submissions(course, name, only)
         if problems:
             say(f"{name}: problems found in the submissions\n{format_problems(problems)}")
         blocked = {p.student for p in problems if p.blocking}
         missing[name] = sorted({p.student for p in problems if p.zero} - blocked)
         first[name] = [StudentResult(p.student, name, "malformed", p.problem) for p in problems if p.blocking]
         first[name] += [StudentResult(s, name, "missing", "nothing submitted: recorded as 0") for s in missing[name]]
-        to_grade[name] = [s for s in submitted_students(course.root, name, only) if s not in blocked | set(missing[name])]
+        to_grade[name] = [s for s in submitted_students(course, name, only) if s not in blocked | set(missing[name])]
         if not to_grade[name]:
             say(f"{name}: no submissions to grade")
     graded = {name: names for name, names in to_grade.items() if names}
@@ -103,31 +103,29 @@ def grade(
     if graded and scheduler is None and workers <= 1:  # one nbgrader process for every assignment
         for name, names in graded.items():
             say(f"autograding {name}: {len(names)} students, 1 worker, profile {course.profile!r} ...")
-        runs = autograde_many(course.root, graded, profile=course.profile, db_url=course.db_url)
+        runs = autograde_many(course, graded)
     elif graded and scheduler is None:
         runs = {}
         for name, names in graded.items():
             say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
-            runs[name] = autograde_parallel(course.root, name, names, workers=workers, profile=course.profile,
-                                            db_url=course.db_url)
+            runs[name] = autograde_parallel(course, name, names, workers=workers)
     else:
         runs = {}
-    for name in assignments:
-        report.results += first[name]
-        if name in runs:
-            report.results += runs[name].results
-            if manual_views:
-                views = write_views(course.root, name, graded[name])
-                if views:
-                    say(f"{name}: written answers beside each student's own run: {views[0].parent}/<student>.html")
-        for student in missing[name]:
-            record_zero(course.root, name, student, db_url=course.db_url)
     if on_dask:
         from course_grader.grading.dask_grading import grade_on_dask
 
         say(f"autograding {', '.join(on_dask)} on the Dask cluster at {scheduler}: "
             f"{sum(map(len, on_dask.values()))} notebooks, profile {course.profile!r} ...")
-        for run in grade_on_dask(course.root, on_dask, scheduler, profile=course.profile, wall_limit=wall_limit,
-                                 sandbox=sandbox, db_url=course.db_url):
-            report.results += run.results
+        runs = {run.assignment: run for run in grade_on_dask(course, on_dask, scheduler, wall_limit=wall_limit,
+                                                              sandbox=sandbox)}
+    for name in assignments:  # every backend's results recorded, and the written answers viewed, the same way
+        report.results += first[name]
+        if name in runs:
+            report.results += runs[name].results
+            if manual_views:
+                views = write_views(course, name, graded[name])
+                if views:
+                    say(f"{name}: written answers beside each student's own run: {views[0].parent}/<student>.html")
+        for student in missing[name]:
+            record_zero(course, name, student)
     return report

@@ -21,9 +21,12 @@ from __future__ import annotations
 import contextlib
 import warnings
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from course_grader.grading.scores import StudentResult
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = ["record_executed_notebooks", "write_tree"]
 
@@ -39,10 +42,11 @@ def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
 
 
 def record_executed_notebooks(
-    course_dir: Path, assignment: str, executed: Mapping[str, Mapping[str, bytes]], *, db_url: str | None = None
+    course: Course, assignment: str, executed: Mapping[str, Mapping[str, bytes]]
 ) -> dict[str, StudentResult]:
-    """Record ``executed`` (student -> relative path -> bytes of an autograded folder) in the
-    course at ``course_dir``; ``student -> StudentResult`` (``graded``, or ``failed`` with why)."""
+    """Record ``executed`` (student -> relative path -> bytes of an autograded folder) in
+    ``course`` (its gradebook, ``course.db_url``); ``student -> StudentResult`` (``graded``, or
+    ``failed`` with why)."""
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
@@ -51,12 +55,11 @@ def record_executed_notebooks(
 
     from course_grader.grading.gradebook import _CWD_LOCK, fast_gradebook_creation, nbgrader_config
 
-    course_dir = Path(course_dir).resolve()
-    config = nbgrader_config(course_dir)
-    with _CWD_LOCK, contextlib.chdir(course_dir):  # nbgrader's root defaults to the working directory
+    config = nbgrader_config(course.root)
+    db_url = course.db_url
+    with _CWD_LOCK, contextlib.chdir(course.root):  # nbgrader's root defaults to the working directory
         coursedir = CourseDirectory(config=config)
         coursedir.root = str(Path(coursedir.root).resolve())  # the configured root, or this folder
-        db_url = db_url or coursedir.db_url
     converter = Autograde(coursedir=coursedir, config=config)  # its output folders and permissions
     late = AssignLatePenalties(config=config)
     late.init_plugin()

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from course_grader.grading.similarity import (
     THRESHOLD,
@@ -38,6 +38,9 @@ from course_grader.grading.similarity import (
     compare_class,
     write_similarity_csv,
 )
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = [
     "MARK",
@@ -211,12 +214,12 @@ def record_decision(
     return decision
 
 
-def _answer_order(course_dir: Path, assignment: str) -> list[str]:
+def _answer_order(course: Course, assignment: str) -> list[str]:
     """The answer cells' grade ids in notebook order (where the decision's comment goes)."""
     from course_utils.cells import nbgrader_meta, read
 
     order = []
-    for path in sorted((Path(course_dir) / "solutions" / assignment).glob("*.ipynb")):
+    for path in sorted(course.path("source", assignment=assignment).glob("*.ipynb")):
         try:
             order += [nbgrader_meta(c)["grade_id"] for c in read(path).cells
                       if nbgrader_meta(c).get("solution") and nbgrader_meta(c).get("grade_id")]
@@ -225,29 +228,21 @@ def _answer_order(course_dir: Path, assignment: str) -> list[str]:
     return order
 
 
-def decide(course_dir: Path, assignment: str, student: str, action: str, *, score: float | None = None,
-           reason: str = "", by: str | None = None, db_url: str | None = None) -> Decision:
+def decide(course: Course, assignment: str, student: str, action: str, *, score: float | None = None,
+           reason: str = "", by: str | None = None) -> Decision:
     """:func:`record_decision` in the course's configured gradebook."""
-    from course_grader.grading.gradebook import course_db_url
-
-    return record_decision(db_url or course_db_url(course_dir), assignment, student, action, score=score,
-                           reason=reason, by=by, cell_order=_answer_order(course_dir, assignment))
+    return record_decision(course.db_url, assignment, student, action, score=score,
+                           reason=reason, by=by, cell_order=_answer_order(course, assignment))
 
 
 # ---------------------------------------------------------------------------------------------
 # Evidence
 
 
-def _submitted(course_dir: Path, assignment: str) -> list[str]:
-    folder = Path(course_dir) / "submitted"
-    return sorted(p.parent.name for p in folder.glob(f"*/{assignment}") if p.is_dir()) if folder.is_dir() else []
-
-
 def review_submissions(
-    course_dir: Path,
+    course: Course,
     assignments: Iterable[str],
     *,
-    db_url: str | None = None,
     flags: Mapping[tuple[str, str], Sequence[Any]] | None = None,
     threshold: float = THRESHOLD,
     csv_dir: Path | None = None,
@@ -257,13 +252,12 @@ def review_submissions(
     evidence or a decision. ``flags``: the scan's, when the caller has them already.
     ``csv_dir``: write ``<assignment>-similarity.csv`` there. ``comparisons`` is filled with
     each assignment's :class:`ClassComparison`."""
-    from course_grader.grading.gradebook import course_db_url
     from course_grader.grading.scores import submission_flags
+    from course_grader.grading.submissions import submitted_students
 
-    course_dir = Path(course_dir)
     names = list(dict.fromkeys(assignments))
     if flags is None:
-        flags = submission_flags(course_dir, [(a, s) for a in names for s in _submitted(course_dir, a)])
+        flags = submission_flags(course, [(a, s) for a in names for s in submitted_students(course, a)])
     reviews: dict[tuple[str, str], Review] = {}
 
     def get(key: tuple[str, str]) -> Review:
@@ -273,7 +267,7 @@ def review_submissions(
         if assignment in names and found:
             get((assignment, student)).flags = list(found)
     for assignment in names:
-        comparison = compare_class(course_dir, assignment, threshold=threshold)
+        comparison = compare_class(course, assignment, threshold=threshold)
         if comparisons is not None:
             comparisons[assignment] = comparison
         if csv_dir is not None:
@@ -281,7 +275,7 @@ def review_submissions(
         for pair in comparison.pairs:
             for student in pair.students:
                 get((assignment, student)).similar.append(pair)
-    for key, decision in read_decisions(db_url or course_db_url(course_dir)).items():
+    for key, decision in read_decisions(course.db_url).items():
         if key[0] in names:
             get(key).decision = decision
     return dict(sorted(reviews.items()))

@@ -47,10 +47,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nbformat import NotebookNode
 
 from course_utils.cells import nbgrader_meta, read
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = ["Flag", "scan_notebook", "scan_submissions", "reference_paths", "format_flags", "write_flags_csv", "RULES"]
 
@@ -741,17 +745,16 @@ def scan_notebook(source_nb: NotebookNode, submitted_nb: NotebookNode, *, _info:
     return sorted(set(scanner.flags))
 
 
-def scan_submissions(course_dir: Path, assignment: str, students: list[str] | None = None) -> dict[str, list[Flag]]:
+def scan_submissions(course: Course, assignment: str, students: list[str] | None = None) -> dict[str, list[Flag]]:
     """``student -> flags`` for every submission ``submitted/<student>/<assignment>/*.ipynb``.
 
     Each notebook is compared with ``<source>/<assignment>/<same name>.ipynb`` (the source
     directory is ``solutions``). A notebook that cannot be read gets no flags here (the
     submission inspection reports it)."""
-    course_dir = Path(course_dir)
-    sources = {p.name: read(p) for p in sorted((course_dir / "solutions" / assignment).glob("*.ipynb"))}
+    sources = {p.name: read(p) for p in sorted(course.path("source", assignment=assignment).glob("*.ipynb"))}
     infos = {name: _analyse(nb) for name, nb in sources.items()}
     result: dict[str, list[Flag]] = {}
-    submitted = course_dir / "submitted"
+    submitted = course.path("submitted")
     folders = sorted(p for p in submitted.glob(f"*/{assignment}") if p.is_dir()) if submitted.is_dir() else []
     for folder in folders:
         student = folder.parent.name

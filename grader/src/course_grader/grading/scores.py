@@ -13,10 +13,13 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
-from course_grader.grading.gradebook import AssignmentNotReleased, course_db_url, require_assignment
-from course_grader.grading.runner import autograde_jobs, run_nbgrader
+from course_grader.grading.gradebook import AssignmentNotReleased, require_assignment
+from course_grader.grading.runner import autograde_jobs
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = [
     "CellScore",
@@ -30,7 +33,6 @@ __all__ = [
     "submission_flags",
     "scores_table",
     "export_grades",
-    "generate_feedback",
 ]
 
 STATUSES = ("graded", "failed", "missing", "malformed")
@@ -177,56 +179,40 @@ def student_result(student: str, assignment: str, outcome: Mapping[str, Any], db
     return StudentResult(student, assignment, "failed", reason)
 
 
-def autograde(
-    course_dir: Path,
-    assignment: str,
-    students: Sequence[str] | None = None,
-    *,
-    profile: str = "ci",
-    db_url: str | None = None,
-) -> GradingRun:
-    """Autograde one assignment for all (or the given) students, one student at a time
-    through nbgrader's API; never raises on a student's failure (see ``results``).
+def autograde(course: Course, assignment: str, students: Sequence[str] | None = None) -> GradingRun:
+    """Autograde one assignment for all (or the given) students in ``course.profile``, one student
+    at a time through nbgrader's API; never raises on a student's failure (see ``results``).
 
     Raises :class:`AssignmentNotReleased` when the assignment is not in the gradebook.
     """
     from course_grader.grading.submissions import submitted_students
 
-    students = submitted_students(course_dir, assignment, students)
-    return autograde_many(course_dir, {assignment: students}, profile=profile, db_url=db_url)[assignment]
+    students = submitted_students(course, assignment, students)
+    return autograde_many(course, {assignment: students})[assignment]
 
 
-def autograde_many(
-    course_dir: Path,
-    students: Mapping[str, Sequence[str]],
-    *,
-    profile: str = "ci",
-    db_url: str | None = None,
-) -> dict[str, GradingRun]:
+def autograde_many(course: Course, students: Mapping[str, Sequence[str]]) -> dict[str, GradingRun]:
     """:func:`autograde` for several assignments (``assignment -> students``) in one nbgrader process:
     ``assignment -> GradingRun``. Raises :class:`AssignmentNotReleased` before grading anything when
     one of them is not in the gradebook."""
-
-    db_url = db_url or course_db_url(course_dir)
     for assignment in students:
-        require_assignment(db_url, assignment)
+        require_assignment(course.db_url, assignment)
     jobs = [(assignment, student) for assignment, names in students.items() for student in names]
-    outcomes, log = autograde_jobs(course_dir, jobs, profile=profile)
-    return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)], db_url)
+    outcomes, log = autograde_jobs(course.root, jobs, profile=course.profile)
+    return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)], course.db_url)
                                                 for s in names], log)
             for assignment, names in students.items()}
 
 
-def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookScore]:
+def read_scores(course: Course) -> list[NotebookScore]:
     """Every graded notebook in the course's gradebook, sorted by assignment then student."""
     from nbgrader.api import Gradebook  # imported late: nbgrader is slow to import
 
     from course_grader.grading.gradebook import fast_gradebook_creation
 
     fast_gradebook_creation()
-    db_url = db_url or course_db_url(course_dir)
     rows: list[NotebookScore] = []
-    with Gradebook(db_url) as gradebook:
+    with Gradebook(course.db_url) as gradebook:
         for assignment in gradebook.assignments:
             for submission in assignment.submissions:
                 for notebook in submission.notebooks:
@@ -243,7 +229,7 @@ def read_scores(course_dir: Path, db_url: str | None = None) -> list[NotebookSco
 Flags = Mapping[tuple[str, str], Sequence[Any]]
 
 
-def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:
+def submission_flags(course: Course, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[Any]]:
     """``(assignment, student) -> flags`` raised by the scan of the students' answer cells
     (``course_grader.grading.scan.scan_submissions``; each flag prints as one line and has a
     short ``rule``); only submissions with flags are listed."""
@@ -254,11 +240,11 @@ def submission_flags(course_dir: Path, pairs: Sequence[tuple[str, str]]) -> dict
     flags: dict[tuple[str, str], list[Any]] = {}
     for assignment in sorted({a for a, _ in pairs}):
         students = sorted({s for a, s in pairs if a == assignment})
-        for student, found in scan_submissions(course_dir, assignment, students).items():
+        for student, found in scan_submissions(course, assignment, students).items():
             if found:
                 flags[(assignment, student)] = list(found)
         for student in students:  # what the checker saw the kernel do (a watch switched off, ...)
-            evidence = checker_evidence(course_dir / "autograded" / student / assignment)
+            evidence = checker_evidence(course.path("autograded", student, assignment))
             if evidence:
                 flags.setdefault((assignment, student), []).extend(evidence)
     return flags
@@ -373,32 +359,3 @@ def export_grades(
                 record[f"{row.assignment}:{gid}"] = "" if on_hold else f"{cell.score:g}"
             writer.writerow(record)
     return path
-
-
-def generate_feedback(
-    course_dir: Path,
-    assignment: str,
-    students: Sequence[str] | None = None,
-    skip: Collection[str] = (),
-) -> Path:
-    """``nbgrader generate_feedback``: HTML feedback per student under ``feedback/``.
-
-    ``skip``: students whose submission is held for review: no feedback is generated for
-    them, and an earlier copy (``feedback/<student>/<assignment>/``) is removed so that
-    ``nbgrader release_feedback`` cannot release it.
-
-    Raises :class:`AssignmentNotReleased` when the assignment is not in the gradebook."""
-    import shutil
-
-    require_assignment(course_db_url(course_dir), assignment)
-    skip = set(skip)
-    for student in sorted(skip):
-        shutil.rmtree(Path(course_dir) / "feedback" / student / assignment, ignore_errors=True)
-    base = ["generate_feedback", assignment, "--force"]
-    if students:
-        runs = [base + [f"--student={student}"] for student in students if student not in skip]
-    else:
-        runs = [base + ([f"--CourseDirectory.student_id_exclude={','.join(sorted(skip))}"] if skip else [])]
-    for args in runs:
-        run_nbgrader(args, course_dir)
-    return course_dir / "feedback"

@@ -91,11 +91,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Mapping, Sequence
 
 from nbformat import NotebookNode
 
 from course_utils.cells import nbgrader_meta, read
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = [
     "THRESHOLD",
@@ -594,13 +597,13 @@ def _common(prints: Iterable[frozenset]) -> frozenset:
     return frozenset(g for g, count in counts.items() if count > limit)
 
 
-def _submitted_answers(course_dir: Path, assignment: str, sources: Mapping[str, NotebookNode],
+def _submitted_answers(course: Course, assignment: str, sources: Mapping[str, NotebookNode],
                        students: Iterable[str] | None) -> dict[str, dict[str, str]]:
     """``student -> grade_id -> source`` (grade ids made unique per notebook when an
     assignment has several) from ``submitted/<student>/<assignment>/*.ipynb``."""
     wanted = set(students) if students else None
     answers: dict[str, dict[str, str]] = {}
-    submitted = Path(course_dir) / "submitted"
+    submitted = course.path("submitted")
     folders = sorted(p for p in submitted.glob(f"*/{assignment}") if p.is_dir()) if submitted.is_dir() else []
     for folder in folders:
         student = folder.parent.name
@@ -624,17 +627,16 @@ def _cell_key(sources: Mapping[str, NotebookNode], notebook: str, grade_id: str)
     return grade_id if len(sources) == 1 else f"{Path(notebook).stem}:{grade_id}"
 
 
-def compare_class(course_dir: Path, assignment: str, students: Iterable[str] | None = None,
+def compare_class(course: Course, assignment: str, students: Iterable[str] | None = None,
                   threshold: float = THRESHOLD) -> ClassComparison:
     """Compare every submission of ``assignment`` (``submitted/``) with the public reference
     and with every other submission, answer cell by answer cell (``students``: only pairs
     among these)."""
-    course_dir = Path(course_dir)
-    sources = {p.name: read(p) for p in sorted((course_dir / "solutions" / assignment).glob("*.ipynb"))}
+    sources = {p.name: read(p) for p in sorted(course.path("source", assignment=assignment).glob("*.ipynb"))}
     stubs: dict[str, str] = {}
     for name, nb in sources.items():
         stubs.update({_cell_key(sources, name, g): s for g, s in stub_sources(nb).items()})
-    answers = _submitted_answers(course_dir, assignment, sources, students)
+    answers = _submitted_answers(course, assignment, sources, students)
     # the references of the cells someone answered at length (resolving them imports their modules)
     needed = {gid for cells in answers.values() for gid, source in cells.items()
               if not trivial(fingerprint(source, stubs.get(gid, "")))}

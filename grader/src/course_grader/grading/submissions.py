@@ -12,9 +12,12 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import nbformat
+
+if TYPE_CHECKING:
+    from course_grader.course import Course
 
 __all__ = ["SubmissionProblem", "submitted_students", "inspect_submissions", "format_problems", "record_zero"]
 
@@ -33,9 +36,9 @@ class SubmissionProblem:
     zero: bool = False
 
 
-def _expected_notebooks(course_dir: Path, assignment: str) -> list[str]:
-    release = course_dir / "notebooks" / assignment
-    source = course_dir / "solutions" / assignment
+def _expected_notebooks(course: Course, assignment: str) -> list[str]:
+    release = course.path("release", assignment=assignment)
+    source = course.path("source", assignment=assignment)
     folder = release if release.is_dir() else source
     return sorted(p.name for p in folder.glob("*.ipynb"))
 
@@ -58,15 +61,15 @@ def _notebook_error(path: Path) -> str | None:
     return None
 
 
-def submitted_students(course_dir: Path, assignment: str, only: Sequence[str] | None = None) -> list[str]:
+def submitted_students(course: Course, assignment: str, only: Sequence[str] | None = None) -> list[str]:
     """Students with a ``submitted/<student>/<assignment>/`` folder, sorted (restricted to ``only`` if given)."""
-    submitted = course_dir / "submitted"
+    submitted = course.path("submitted")
     everyone = sorted(p.parent.name for p in submitted.glob(f"*/{assignment}") if p.is_dir()) if submitted.is_dir() else []
     return [s for s in everyone if not only or s in only]
 
 
 def inspect_submissions(
-    course_dir: Path,
+    course: Course,
     assignment: str,
     students: list[str] | None = None,
     *,
@@ -80,8 +83,8 @@ def inspect_submissions(
     Originals are kept in ``.set-aside-by-course/``. Malformed notebooks are blocking;
     missing notebooks are not (nbgrader scores them 0); extra files are reported.
     """
-    expected = _expected_notebooks(course_dir, assignment)
-    submitted = course_dir / "submitted"
+    expected = _expected_notebooks(course, assignment)
+    submitted = course.path("submitted")
     problems: list[SubmissionProblem] = []
     folders = sorted(submitted.glob(f"*/{assignment}")) if submitted.is_dir() else []
     for folder in folders:
@@ -134,15 +137,14 @@ def format_problems(problems: list[SubmissionProblem]) -> str:
     )
 
 
-def record_zero(course_dir: Path, assignment: str, student: str, db_url: str | None = None) -> None:
+def record_zero(course: Course, assignment: str, student: str) -> None:
     """Put a submission with 0 in every graded cell in the gradebook (nothing was submitted)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from course_grader.grading.gradebook import course_db_url, fast_gradebook_creation
+    from course_grader.grading.gradebook import fast_gradebook_creation
 
     fast_gradebook_creation()
-    db_url = db_url or course_db_url(course_dir)
-    with Gradebook(db_url) as gradebook:
+    with Gradebook(course.db_url) as gradebook:
         gradebook.update_or_create_student(student)
         try:
             submission = gradebook.find_submission(assignment, student)
