@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from course_grader.course import WALL_LIMIT, Course
-from course_grader.grading.scores import NotebookScore, StudentResult, read_scores, submission_flags
+from course_grader.grading.scores import GradingRun, NotebookScore, StudentResult, read_scores, submission_flags
 
 __all__ = ["GradeReport", "grade"]
 
@@ -78,8 +78,6 @@ def grade(
     not in the gradebook.
     """
     from course_grader.grading.manual_view import write_views
-    from course_grader.grading.parallel import autograde_parallel
-    from course_grader.grading.scores import autograde_many
     from course_grader.grading.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
     only = list(students) if students else None
@@ -99,25 +97,9 @@ def grade(
         if not to_grade[name]:
             say(f"{name}: no submissions to grade")
     graded = {name: names for name, names in to_grade.items() if names}
-    on_dask: dict[str, list[str]] = graded if scheduler is not None else {}  # every task goes to the cluster at once
-    if graded and scheduler is None and workers <= 1:  # one nbgrader process for every assignment
-        for name, names in graded.items():
-            say(f"autograding {name}: {len(names)} students, 1 worker, profile {course.profile!r} ...")
-        runs = autograde_many(course, graded)
-    elif graded and scheduler is None:
-        runs = {}
-        for name, names in graded.items():
-            say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
-            runs[name] = autograde_parallel(course, name, names, workers=workers)
-    else:
-        runs = {}
-    if on_dask:
-        from course_grader.grading.dask_grading import grade_on_dask
-
-        say(f"autograding {', '.join(on_dask)} on the Dask cluster at {scheduler}: "
-            f"{sum(map(len, on_dask.values()))} notebooks, profile {course.profile!r} ...")
-        runs = {run.assignment: run for run in grade_on_dask(course, on_dask, scheduler, wall_limit=wall_limit,
-                                                              sandbox=sandbox)}
+    backend = (_on_dask(scheduler, wall_limit, sandbox) if scheduler is not None
+               else _serial if workers <= 1 else _on_cores(workers))
+    runs = backend(course, graded, say) if graded else {}
     for name in assignments:  # every backend's results recorded, and the written answers viewed, the same way
         report.results += first[name]
         if name in runs:
@@ -129,3 +111,44 @@ def grade(
         for student in missing[name]:
             record_zero(course, name, student)
     return report
+
+
+# The grading backends: each grades ``assignment -> students`` of a course (the release checked and the
+# students resolved by grade(), which trusts nothing else they say) and returns ``assignment -> GradingRun``;
+# grade() records what they return the one same way.
+Say = Callable[[str], None]
+Backend = Callable[[Course, Mapping[str, Sequence[str]], Say], dict[str, GradingRun]]
+
+
+def _serial(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
+    """One nbgrader process for every assignment, one student after another."""
+    from course_grader.grading.scores import autograde_many
+
+    for name, names in graded.items():
+        say(f"autograding {name}: {len(names)} students, 1 worker, profile {course.profile!r} ...")
+    return autograde_many(course, graded)
+
+
+def _on_cores(workers: int) -> Backend:
+    """``workers`` students at once on this machine (:mod:`~course_grader.grading.parallel`)."""
+    def run(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
+        from course_grader.grading.parallel import autograde_parallel
+
+        runs = {}
+        for name, names in graded.items():
+            say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
+            runs[name] = autograde_parallel(course, name, names, workers=workers)
+        return runs
+    return run
+
+
+def _on_dask(scheduler: Any, wall_limit: float | None, sandbox: bool) -> Backend:
+    """Every notebook of every assignment on the Dask cluster at ``scheduler`` at once."""
+    def run(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
+        from course_grader.grading.dask_grading import grade_on_dask
+
+        say(f"autograding {', '.join(graded)} on the Dask cluster at {scheduler}: "
+            f"{sum(map(len, graded.values()))} notebooks, profile {course.profile!r} ...")
+        return {run.assignment: run for run in grade_on_dask(course, graded, scheduler, wall_limit=wall_limit,
+                                                              sandbox=sandbox)}
+    return run
