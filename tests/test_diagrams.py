@@ -23,6 +23,10 @@ from conftest import ROOT  # noqa: E402
 EXPECTED = {
     "rnn_encoder_decoder": ({}, ["without attention", "with attention", "$c$", "bottleneck", "$h_1$", "$s_3$",
                                 "$c_3=\\sum_j a_{3j}\\,h_j$", "weights $a_{3j}$"]),
+    "attention_flow": ({}, ["$Q$", "$K$", "$V$", "$QK^\\top$", "$\\div\\sqrt{d}$", "+ mask", "softmax\nover the keys",
+                           "$A\\,V$", "output", "$(T_q, d_v)$", "weights $A$ (returned too: the heatmaps)"]),
+    "multihead_flow": ({}, ["$X$   $(B, T, d)$", "$Q = XW^Q$", "split_heads", "head 1", "head 3", "merge_heads",
+                           "$W^O$ $(d, d)$: mixes the heads", "output $(B, T, d)$: the shape of $X$"]),
     "post_ln_vs_pre_ln": ({}, ["post-LN", "pre-LN", "self-attention", "feed-forward", "LayerNorm", "final LayerNorm",
                               "+", "residual stream"]),
     "encoder_decoder": ({}, ["ENCODER", "DECODER", "cross-attention", "masked self-attention", "memory $M$",
@@ -42,6 +46,8 @@ EXPECTED = {
 NOTEBOOKS = {
     "01_rnn_bottleneck": ["rnn_encoder_decoder"],
     "02_soft_attention": ["rnn_encoder_decoder"],
+    "03_self_attention": ["attention_flow"],
+    "04_multihead": ["multihead_flow"],
     "07_transformer_block": ["post_ln_vs_pre_ln"],
     "08_encoder_decoder": ["encoder_decoder"],
     "10_gpt": ["kv_cache"],
@@ -84,6 +90,41 @@ def test_rnn_diagram_without_attention_has_one_panel():
         assert len(fig.axes) == 1
         assert "bottleneck" in "\n".join(_texts(fig))
         assert not any("with attention" in t for t in _texts(fig))
+    finally:
+        plt.close(fig)
+
+
+def test_rnn_context_vector_is_drawn_from_both_ends_of_the_encoder():
+    """c = [forward h_L; backward h_1]: two red arrows reach c, one from h_4 and one from h_1 (issue 34)."""
+    fig = diagrams.rnn_encoder_decoder(attention=False)
+    try:
+        texts = "\n".join(_texts(fig))
+        assert "$\\overrightarrow{h}_4$" in texts and "$\\overleftarrow{h}_1$" in texts
+        ax = fig.axes[0]
+        # a red line leaves h_1 (x = 0.8) upwards: the backward half of c
+        red_from_h1 = [line for line in ax.lines if line.get_color() == diagrams.BAD
+                       and min(line.get_xdata()) <= 0.8 <= max(line.get_xdata())]
+        assert red_from_h1, "no line from h_1 to c"
+    finally:
+        plt.close(fig)
+
+
+def test_attention_flow_without_mask_has_no_mask_step():
+    fig = diagrams.attention_flow(masked=False)
+    try:
+        texts = "\n".join(_texts(fig))
+        assert "+ mask" not in texts and "softmax" in texts
+    finally:
+        plt.close(fig)
+
+
+@pytest.mark.parametrize("n_heads", [2, 4])
+def test_multihead_flow_draws_one_box_per_head(n_heads):
+    fig = diagrams.multihead_flow(n_heads=n_heads)
+    try:
+        heads = [t for t in _texts(fig) if t.startswith("head ")]
+        assert [t.split("\n")[0] for t in heads] == [f"head {i}" for i in range(1, n_heads + 1)]
+        assert f"$h = {n_heads}$" in fig.axes[0].get_title()
     finally:
         plt.close(fig)
 

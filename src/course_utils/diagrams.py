@@ -6,6 +6,9 @@ of :data:`ROLES` and the two helpers :func:`box` and :func:`arrow`.
 
 - :func:`rnn_encoder_decoder` -- notebooks 01-02: one context vector (the bottleneck) against
   attention over all encoder states.
+- :func:`attention_flow` -- notebook 03: scaled dot-product attention, Q/K/V -> scores -> scale ->
+  mask -> softmax -> weights x V, with the shape of each step.
+- :func:`multihead_flow` -- notebook 04: project, split into heads, attend per head, concatenate, W^O.
 - :func:`post_ln_vs_pre_ln` -- notebook 07: where the LayerNorm sits on the residual path.
 - :func:`encoder_decoder` -- notebook 08: the two stacks and cross-attention.
 - :func:`kv_cache` -- notebook 10: what the cache stores and where the new query sits.
@@ -33,6 +36,8 @@ __all__ = [
     "box",
     "arrow",
     "rnn_encoder_decoder",
+    "attention_flow",
+    "multihead_flow",
     "post_ln_vs_pre_ln",
     "encoder_decoder",
     "kv_cache",
@@ -142,10 +147,16 @@ def rnn_encoder_decoder(attention: bool = True) -> Figure:
     _rnn_encoder(ax, enc_x, y_enc)
     _rnn_decoder(ax, dec_x, y_dec)
     box(ax, 6.0, y_enc, 0.95, 0.75, "$c$", "alert", fontsize=13, lw=2.2, bold=True)
-    arrow(ax, (enc_x[-1] + 0.48, y_enc), (6.0 - 0.5, y_enc), color=BAD, lw=2)
+    # c = [forward state after the last input; backward state after the first]: one arrow from each end
+    arrow(ax, (enc_x[-1] + 0.48, y_enc + 0.12), (6.0 - 0.5, y_enc + 0.12), color=BAD, lw=2)
+    _note(ax, 5.12, y_enc - 0.28, "$\\overrightarrow{h}_4$", color=BAD, size=10, style="normal")
+    _polyline(ax, [(enc_x[0], y_enc + 0.36), (enc_x[0], y_enc + 0.8), (5.72, y_enc + 0.8), (5.72, y_enc + 0.39)],
+              color=BAD, lw=2)
+    _note(ax, (enc_x[0] + enc_x[-1]) / 2, y_enc + 1.05, "$\\overleftarrow{h}_1$ (the backward GRU ends at $x_1$)",
+          color=BAD, size=9)
     for k, x in enumerate(dec_x):
-        arrow(ax, (6.0 + 0.2 * (k - 1.5), y_enc + 0.38), (x - 0.2, y_dec - 0.36), color=BAD, lw=1.2, rad=-0.12)
-    _note(ax, 9.4, 1.55, "bottleneck: $c = [\\overrightarrow{h}_L; \\overleftarrow{h}_1]$,\n"
+        arrow(ax, (6.1 + 0.1 * k, y_enc + 0.38), (x - 0.2, y_dec - 0.36), color=BAD, lw=1.2, rad=-0.12)
+    _note(ax, 9.4, 1.55, "bottleneck: $c = [\\overrightarrow{h}_L; \\overleftarrow{h}_1]$\n(both ends of the input),\n"
           "the same $H$ numbers at every step,\nwhatever the input's length", color=BAD, size=9)
 
     if attention:
@@ -166,6 +177,95 @@ def rnn_encoder_decoder(attention: bool = True) -> Figure:
         _note(ax, 7.55, 3.45, "query $s_2$", size=8.5, ha="right")
         _note(ax, 10.3, 1.2, "all encoder states are kept;\nthe weights $a_{tj}$ (a softmax) choose\n"
               "which ones step $t$ reads", color=violet, size=9)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 03
+def attention_flow(masked: bool = True) -> Figure:
+    """Scaled dot-product attention, left to right: Q and K give the scores QK^T, scaled by sqrt(d),
+    (with ``masked``) a mask adds 0 or -inf, a softmax over the keys gives the weights A (returned
+    too), and A V is the output; the shape of each step is written under it."""
+    fig, (ax,) = _canvas(1, (13.0, 4.4), (-0.3, 15.6), (-0.5, 4.9))
+    y = 3.0
+    box(ax, 0.8, 4.0, 1.1, 0.65, "$Q$", "decoder", fontsize=13)
+    box(ax, 0.8, 2.3, 1.1, 0.65, "$K$", "encoder", fontsize=13)
+    box(ax, 0.8, 0.5, 1.1, 0.65, "$V$", "cache", fontsize=13)
+    _note(ax, 0.8, 3.48, "$(T_q, d)$", size=8.5, style="normal")
+    _note(ax, 0.8, 1.78, "$(T_k, d)$", size=8.5, style="normal")
+    _note(ax, 0.8, -0.02, "$(T_k, d_v)$", size=8.5, style="normal")
+    steps = [("$QK^\\top$", "attention", "scores $(T_q, T_k)$:\none dot product\nper (query, key)"),
+             ("$\\div\\sqrt{d}$", "neutral", "keeps their variance\nnear 1 (section 2)")]
+    if masked:
+        steps.append(("+ mask\n($0$ or $-\\infty$)", "alert", "optional:\n$-\\infty$ where a key\nmay not be read (05)"))
+    steps.append(("softmax\nover the keys", "norm", "weights $A$ $(T_q, T_k)$:\neach row sums to 1"))
+    xs = [3.3 + 2.35 * i for i in range(len(steps))]
+    for i, (x, (text, role, note)) in enumerate(zip(xs, steps)):
+        box(ax, x, y, 1.75, 0.85, text, role, fontsize=10.5 if "\n" in text else 12,
+            ls="--" if role == "alert" else "-")
+        _note(ax, x, y - 1.05, note, size=8.5)
+        if i:
+            arrow(ax, (xs[i - 1] + 0.88, y), (x - 0.88, y))
+    arrow(ax, (1.36, 4.0), (xs[0] - 0.88, y + 0.2), rad=-0.1)
+    arrow(ax, (1.36, 2.3), (xs[0] - 0.88, y - 0.2), rad=0.1)
+    x_av = xs[-1] + 2.35
+    box(ax, x_av, y, 1.35, 0.85, "$A\\,V$", "attention", fontsize=13)
+    arrow(ax, (xs[-1] + 0.88, y), (x_av - 0.68, y))
+    _polyline(ax, [(1.36, 0.5), (x_av, 0.5), (x_av, y - 0.43)])
+    _note(ax, (xs[0] + x_av) / 2, 0.72, "values: what each key hands over", size=8.5)
+    box(ax, x_av + 1.75, y, 1.25, 0.85, "output", "neutral", fontsize=11, bold=True)
+    arrow(ax, (x_av + 0.68, y), (x_av + 1.12, y))
+    _note(ax, x_av + 1.75, y - 0.72, "$(T_q, d_v)$", size=8.5, style="normal")
+    arrow(ax, (xs[-1], y + 0.43), (xs[-1], y + 1.2), ls="--", color=NOTE)
+    _note(ax, xs[-1], y + 1.45, "weights $A$ (returned too: the heatmaps)", size=8.5)
+    ax.set_title("scaled dot-product attention: $\\mathrm{softmax}(QK^\\top/\\sqrt{d} + \\mathrm{mask})\\,V$", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- notebook 04
+def multihead_flow(n_heads: int = 3) -> Figure:
+    """Multi-head attention, bottom to top: X is projected once by W^Q, W^K, W^V; split_heads cuts
+    the d features into ``n_heads`` slices of d/h (one colour per head); each head runs scaled
+    dot-product attention on its slice; merge_heads concatenates the heads and W^O mixes them."""
+    colours = ["#3d78b5", "#d9822b", "#4e9a3a", "#6a4fa3", "#c0392b", "#2f8080", "#b8930b", "#6b6b6b"]
+    fig, (ax,) = _canvas(1, (9.0, 7.6), (-0.4, 12.6), (-0.4, 10.2))
+    xc, width = 5.0, 8.2
+    box(ax, xc, 0.3, 2.6, 0.6, "$X$   $(B, T, d)$", "neutral", fontsize=11)
+    proj_x = [xc - 2.9, xc, xc + 2.9]
+    for x, text in zip(proj_x, ("$Q = XW^Q$", "$K = XW^K$", "$V = XW^V$")):
+        arrow(ax, (xc, 0.6), (x, 1.3), rad=0.0)
+        box(ax, x, 1.65, 2.3, 0.65, text, "neutral", fontsize=11)
+    _note(ax, xc + 5.35, 1.65, "one $(d, d)$ matrix\neach: all heads at once", size=8.5, ha="left")
+    # the d features of each projection, cut into n_heads coloured slices
+    for x in proj_x:
+        arrow(ax, (x, 1.98), (x, 2.55))
+        w = 2.2 / n_heads
+        for h in range(n_heads):
+            ax.add_patch(plt.Rectangle((x - 1.1 + h * w, 2.6), w, 0.35, facecolor=colours[h % len(colours)],
+                                       edgecolor="white", lw=1.0, alpha=0.75, zorder=2))
+    box(ax, xc, 3.45, width, 0.55, "split_heads: $(B, T, d) \\to (B, h, T, d_k)$, $d_k = d/h$", "ghost", fontsize=10)
+    head_x = [xc - width / 2 + width * (h + 0.5) / n_heads for h in range(n_heads)]
+    for h, x in enumerate(head_x):
+        c = colours[h % len(colours)]
+        arrow(ax, (x, 3.73), (x, 4.55), color=c, lw=1.8)
+        patch = box(ax, x, 5.15, min(2.4, width / n_heads - 0.3), 1.1,
+                    f"head {h + 1}\n$\\mathrm{{softmax}}(Q_{h + 1}K_{h + 1}^\\top/\\sqrt{{d_k}})V_{h + 1}$", "attention",
+                    fontsize=8.5 if n_heads > 3 else 9.5)
+        patch.set_edgecolor(c)
+        arrow(ax, (x, 5.71), (x, 6.5), color=c, lw=1.8)
+    _note(ax, xc + width / 2 + 0.2, 5.15, "the heads are a\nbatch axis: one\ncall for all", size=8.5, ha="left")
+    box(ax, xc, 6.8, width, 0.55, "merge_heads (concatenate): $(B, h, T, d_k) \\to (B, T, d)$", "ghost", fontsize=10)
+    w = 4.0 / n_heads
+    for h in range(n_heads):
+        ax.add_patch(plt.Rectangle((xc - 2.0 + h * w, 7.3), w, 0.35, facecolor=colours[h % len(colours)],
+                                   edgecolor="white", lw=1.0, alpha=0.75, zorder=2))
+    arrow(ax, (xc, 7.08), (xc, 7.28))
+    arrow(ax, (xc, 7.67), (xc, 8.05))
+    box(ax, xc, 8.4, 3.6, 0.65, "$W^O$ $(d, d)$: mixes the heads", "encoder", fontsize=10.5, lw=2)
+    arrow(ax, (xc, 8.73), (xc, 9.25))
+    ax.text(xc, 9.5, "output $(B, T, d)$: the shape of $X$", ha="center", va="center", fontsize=11, color=INK)
+    ax.set_title(f"multi-head attention, $h = {n_heads}$ heads", fontsize=11)
     fig.tight_layout()
     return fig
 
