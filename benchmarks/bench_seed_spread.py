@@ -1,17 +1,26 @@
-"""Notebooks 02 and 08 over several seeds: the ranges their prose states, instead of one run's digits.
+"""Notebooks 01, 02, 03, 04, 06 and 08 over several seeds: the ranges their prose states, instead of one run's digits.
 
-    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # both, seeds 0-4, 1 thread
+    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all six, seeds 0-4, 1 thread
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 08 --seeds 0 1 2 --threads 2
+    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 01 06 --seeds 0 1 2
 
 Runs the ``cpu`` profile's experiments with the notebooks' own settings, changing only the model seed
 (initial weights and order of the batches; the data sets keep the notebooks' seeds), and writes
-``results/seed-spread-02-cpu.md`` and ``results/seed-spread-08-cpu.md``: every number as
+``results/seed-spread-NN-cpu.md`` for each notebook: every number as
 mean ± sd [lowest-highest] over the seeds, and for each conclusion the prose draws, in how many seeds it
 held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come from its own code cell
 (the one that defines ``new_model``), so the two cannot drift apart.
 
+* 01: the date model without attention (1,000 steps) and the reversal without attention (800 steps):
+  exact match and per-character accuracy per length bucket.
 * 02: the date model's exact match (section 5) and the length sweep of section 6 (800 steps each, with
   and without attention): exact match per bucket and the drop from the shortest to the longest bucket.
+* 03: the flagged-digit head of section 4 (the notebook's cell, the course's head): final loss, the
+  first step with a loss under 0.01 and the held-out accuracy.
+* 04: section 5, one head against two on "copy both neighbours" (the notebook's cell): final loss of each,
+  and where each of the two heads looks.
+* 06: the negation task (section 6): train and test accuracy of the four models (no positions,
+  sinusoidal, learned, RoPE), from the notebook's own code cells, and the first step at 90 % test accuracy.
 * 08: section 7.2 (16,000 training strings per model), 7.3 (17-24 letters, never seen in training) and
   section 10 (English -> Portuguese, 12,800 sentences per model: exact match and BLEU).
 """
@@ -33,6 +42,9 @@ from _common import write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NB08 = ROOT / "solutions" / "08_encoder_decoder" / "08_encoder_decoder.ipynb"
+NB03 = ROOT / "solutions" / "03_self_attention" / "03_self_attention.ipynb"
+NB04 = ROOT / "solutions" / "04_multihead" / "04_multihead.ipynb"
+NB06 = ROOT / "solutions" / "06_positional_encoding" / "06_positional_encoding.ipynb"
 
 
 def spread(values: list[float]) -> str:
@@ -95,6 +107,199 @@ def run_02(seeds: list[int], small: bool = False) -> str:
               "without attention the longest bucket is under 5 %":
               sum(run[-1] < 5 for run in per_bucket["no attention"]),
               "every date model is above 95 % exact": sum(d > 95 for d in date_exact)}
+    lines += ["", "| claim | seeds where it held |", "|---|---|"]
+    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
+    return "\n".join(lines)
+
+
+def run_01(seeds: list[int], small: bool = False) -> str:
+    from course_utils.rnn_seq2seq import build_seq2seq
+    from course_utils.seq2seq_data import date_vocab, make_dates, make_string_task, string_vocab
+    from course_utils.seq2seq_train import evaluate_by_length, train_seq2seq, translate
+
+    n_train, n_test, date_steps, rev_steps = (200, 48, 3, 3) if small else (20_000, 1_200, 1_000, 800)
+    dates, dvocab = make_dates(n_train, 24 if small else 1_000, seed=0), date_vocab()
+    reverse, rvocab = make_string_task(n_train, n_test, task="reverse", min_len=2, max_len=24, seed=0), string_vocab()
+    edges = [2, 6, 10, 14, 18, 22, 25]
+    date_exact: list[float] = []
+    exact: list[list[float]] = []
+    char: list[list[float]] = []
+    buckets: list[str] = []
+    t0 = time.perf_counter()
+    for seed in seeds:
+        torch.manual_seed(seed)
+        model = build_seq2seq(len(dvocab), attention=None, embed_size=32, hidden_size=64)
+        train_seq2seq(model, dates["train"], dvocab, steps=date_steps, batch_size=64, lr=3e-3, seed=seed)
+        pred = translate(model, dates["test"]["source"], dvocab)
+        date_exact.append(100 * sum(p == t for p, t in zip(pred, dates["test"]["target"])) / len(pred))
+        torch.manual_seed(seed)
+        model = build_seq2seq(len(rvocab), attention=None, embed_size=32, hidden_size=64)
+        train_seq2seq(model, reverse["train"], rvocab, steps=rev_steps, batch_size=64, lr=3e-3, seed=seed)
+        rows, _ = evaluate_by_length(model, reverse["test"], rvocab, edges)
+        buckets = [r["bucket"] for r in rows]
+        exact.append([100 * r["exact"] for r in rows])
+        char.append([100 * r["char"] for r in rows])
+        print(f"seed {seed}: dates {date_exact[-1]:.1f}%; reversal exact {exact[-1][0]:.1f} -> {exact[-1][-1]:.1f}, "
+              f"per character {char[-1][0]:.1f} -> {char[-1][-1]:.1f}", flush=True)
+    n = len(seeds)
+    lines = [f"Notebook 01, `cpu` profile settings, model seeds {seeds} (seed 0 is the notebook's run), "
+             f"{torch.get_num_threads()} torch thread(s), {time.perf_counter() - t0:.0f} s in all. "
+             "Mean ± sd [lowest-highest] over the seeds.", "",
+             f"Dates without attention (section 6, {date_steps} steps, held-out dates), exact match (%): {spread(date_exact)}", "",
+             f"Reversal without attention (section 8, {rev_steps} steps, 1,200 held-out strings of 2-24 letters):", "",
+             "| input length | " + " | ".join(buckets) + " |", "|---|" + "---|" * len(buckets),
+             "| exact match (%) | " + " | ".join(spread([run[i] for run in exact]) for i in range(len(buckets))) + " |",
+             "| per-character (%) | " + " | ".join(spread([run[i] for run in char]) for i in range(len(buckets))) + " |"]
+    claims = {"the date model is above 95 % exact": sum(d > 95 for d in date_exact),
+              "the shortest bucket (2-5) is above 90 % exact": sum(run[0] > 90 for run in exact),
+              "from 14 letters on, no string is exactly right": sum(all(v == 0 for v in run[3:]) for run in exact),
+              "per-character accuracy falls at every bucket, shortest to longest": sum(
+                  all(a > b for a, b in zip(run, run[1:])) for run in char),
+              "the longest bucket's per-character accuracy is under 25 %": sum(run[-1] < 25 for run in char)}
+    lines += ["", "| claim | seeds where it held |", "|---|---|"]
+    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
+    return "\n".join(lines)
+
+
+def _cell(notebook: Path, key: str) -> str:
+    return next(c.source for c in nbformat.read(str(notebook), as_version=4).cells if c.cell_type == "code" and key in c.source)
+
+
+def run_03(seeds: list[int], small: bool = False) -> str:
+    from course_utils.attention import SelfAttentionHead
+    from course_utils.profiles import choose
+
+    source = _cell(NB03, "class FlagModel")
+    assert "torch.Generator().manual_seed(0)" in source
+    res: dict[str, list] = {"loss": [], "first": [], "accuracy": []}
+    t0 = time.perf_counter()
+    steps = 0
+    for seed in seeds:
+        torch.manual_seed(seed)
+        ns: dict = {"torch": torch, "choose": (lambda **k: 5) if small else choose, "device": torch.device("cpu"),
+                    "SelfAttention": SelfAttentionHead, "print": lambda *a, **k: None}
+        exec(compile(source.replace("torch.Generator().manual_seed(0)", f"torch.Generator().manual_seed({seed})"),
+                     str(NB03), "exec"), ns)
+        steps = ns["steps"]
+        res["loss"].append(ns["losses"][-1])
+        res["first"].append(next((i + 1 for i, v in enumerate(ns["losses"]) if v < 0.01), None))
+        res["accuracy"].append(100 * ns["accuracy"])
+        print(f"seed {seed}: final loss {res['loss'][-1]:.4f}, accuracy {res['accuracy'][-1]:.1f}%", flush=True)
+    n = len(seeds)
+    firsts = ", ".join("never" if f is None else str(f) for f in res["first"])
+    lines = [f"Notebook 03, section 4 (the flagged digit), `cpu` profile settings ({steps} steps of batch 128), the course's "
+             f"head, model and batch seeds {seeds} (the notebook's own run draws its initial weights from the session's seed "
+             f"after the cells before it: one more seed), {torch.get_num_threads()} torch thread(s), "
+             f"{time.perf_counter() - t0:.0f} s in all.", "",
+             f"Final training loss: {', '.join(f'{v:.4f}' for v in res['loss'])} (largest {max(res['loss']):.4f}).", "",
+             f"First step with a loss under 0.01: {firsts}.", "",
+             f"Held-out accuracy (1,000 sequences, %): {spread(res['accuracy'])}.", "",
+             "| claim | seeds where it held |", "|---|---|",
+             f"| the final loss is under 0.01 | {sum(v < 0.01 for v in res['loss'])} of {n} |",
+             f"| the held-out accuracy is above 99 % | {sum(a > 99 for a in res['accuracy'])} of {n} |",
+             f"| the loss is under 0.01 within 400 steps | {sum(f is not None and f <= 400 for f in res['first'])} of {n} |"]
+    return "\n".join(lines)
+
+
+def run_04(seeds: list[int], small: bool = False) -> str:
+    from course_utils.multihead import MultiHeadAttention
+    from course_utils.profiles import choose
+
+    source = _cell(NB04, "def train_heads")
+    source = source[:source.index("train_steps =")]  # the definitions, not the notebook's own training
+    ns: dict = {"torch": torch, "choose": choose, "device": torch.device("cpu"), "MultiHeadAttention": MultiHeadAttention,
+                "plot_attention_grid": None, "plot_curves": None}
+    exec(compile(source, str(NB04), "exec"), ns)
+    steps = 5 if small else 400
+    final: dict[int, list[float]] = {1: [], 2: []}
+    sides: list[tuple[float, float]] = []
+    opposite = 0
+    t0 = time.perf_counter()
+    T = ns["T_task"]
+    shift = torch.arange(T)
+    for seed in seeds:
+        for n_heads in (1, 2):
+            layer, losses = ns["train_heads"](n_heads, steps, seed=seed)
+            final[n_heads].append(sum(losses[-20:]) / len(losses[-20:]))
+        x, _ = ns["neighbour_batch"](1, torch.Generator().manual_seed(123))
+        with torch.no_grad():
+            _, w = layer(x, x, x)
+        left = [w[0, i, shift, (shift - 1) % T].mean().item() for i in range(2)]
+        right = [w[0, i, shift, (shift + 1) % T].mean().item() for i in range(2)]
+        best = [max(a, b) for a, b in zip(left, right)]
+        sides.append((min(best), max(best)))
+        opposite += (left[0] > right[0]) != (left[1] > right[1])
+        print(f"seed {seed}: loss h=1 {final[1][-1]:.4f}, h=2 {final[2][-1]:.5f}; heads' weight on their side "
+              f"{best[0]:.2f}, {best[1]:.2f}", flush=True)
+    n = len(seeds)
+    ratios = [a / b for a, b in zip(final[1], final[2])]
+    lines = [f"Notebook 04, section 5 (copy both neighbours), `cpu` profile settings ({steps} steps of batch 32), seeds {seeds} "
+             f"(seed 0 is the notebook's run), {torch.get_num_threads()} torch thread(s), {time.perf_counter() - t0:.0f} s in all.", "",
+             "| layer | final loss (mean of the last 20 steps), per seed | range |", "|---|---|---|",
+             f"| h = 1 | {', '.join(f'{v:.4f}' for v in final[1])} | {min(final[1]):.4f}-{max(final[1]):.4f} |",
+             f"| h = 2 | {', '.join(f'{v:.5f}' for v in final[2])} | {min(final[2]):.5f}-{max(final[2]):.5f} |", "",
+             f"One head's loss over two heads', per seed: {', '.join(f'{r:,.0f}' for r in ratios)}.", "",
+             "The two-head layer on one new sequence (the notebook's seed 123): the mean weight each head puts on the side "
+             f"it prefers (t-1 or t+1), lower and higher head per seed: {', '.join(f'{a:.2f}/{b:.2f}' for a, b in sides)}.", "",
+             "| claim | seeds where it held |", "|---|---|",
+             f"| one head's loss is over 1,000 times two heads' | {sum(r > 1000 for r in ratios)} of {n} |",
+             f"| one head's loss is between 0.4 and 0.5 (about half the target's variance, 1) | "
+             f"{sum(0.4 <= v <= 0.5 for v in final[1])} of {n} |",
+             f"| the two heads look to opposite sides | {opposite} of {n} |",
+             f"| each head puts over 0.8 of its weight on its side | {sum(a > 0.8 for a, _ in sides)} of {n} |"]
+    return "\n".join(lines)
+
+
+def namespace_06(small: bool = False) -> dict:
+    """Notebook 06's data cell, its settings cell and the cell that defines ``train``, run as the notebook runs them."""
+    import torch.nn as nn
+    from course_utils.profiles import choose, get_profile
+
+    cells = [c.source for c in nbformat.read(str(NB06), as_version=4).cells if c.cell_type == "code"]
+    wanted = ("def make_negation_data", "n_train, n_test = choose", "def train(positions")
+    ns: dict = {"torch": torch, "nn": nn, "device": torch.device("cpu"), "choose": choose, "get_profile": get_profile,
+                "print": lambda *a, **k: None}
+    for key in wanted:
+        source = next(c for c in cells if key in c)
+        exec(compile(source, str(NB06), "exec"), ns)
+        if key.startswith("n_train") and small:
+            ns.update(steps=20, eval_every=10)
+    ns["progress"] = lambda iterable, **_: iterable
+    return ns
+
+
+def run_06(seeds: list[int], small: bool = False) -> str:
+    ns = namespace_06(small)
+    variants = ("none", "sinusoidal", "learned", "rope")
+    res: dict[str, dict[str, list]] = {v: {"train": [], "test": [], "first90": []} for v in variants}
+    t0 = time.perf_counter()
+    for seed in seeds:
+        for variant in variants:
+            model, curve = ns["train"](variant, seed=seed)
+            res[variant]["train"].append(100 * ns["accuracy"](model, ns["X_train"], ns["y_train"]))
+            res[variant]["test"].append(100 * ns["accuracy"](model, ns["X_test"], ns["y_test"]))
+            first = next((ns["eval_every"] * (i + 1) for i, acc in enumerate(curve) if acc >= 0.9), None)
+            res[variant]["first90"].append(first)
+        print(f"seed {seed}: " + "; ".join(f"{v} {res[v]['test'][-1]:.1f}%" for v in variants), flush=True)
+    n = len(seeds)
+    lines = [f"Notebook 06, `cpu` profile settings ({ns['n_train']} training and {ns['n_test']} test sentences, "
+             f"{ns['steps']} steps of batch 64), model seeds {seeds} (seed 0 is the notebook's run), "
+             f"{torch.get_num_threads()} torch thread(s), {time.perf_counter() - t0:.0f} s in all. "
+             "Accuracy (%), mean ± sd [lowest-highest] over the seeds; the first evaluation step at 90 % test accuracy per seed.", "",
+             "| positions | train accuracy | test accuracy | first step at 90 % test |", "|---|---|---|---|"]
+    for v in variants:
+        firsts = ", ".join("never" if f is None else str(f) for f in res[v]["first90"])
+        lines.append(f"| {v} | {spread(res[v]['train'])} | {spread(res[v]['test'])} | {firsts} |")
+    lowest_with = [min(res[v]["test"][i] for v in variants[1:]) for i in range(n)]
+    claims = {"without positions, test accuracy is within 5 points of chance (45-55 %)":
+              sum(45 <= a <= 55 for a in res["none"]["test"]),
+              "every model with positions is above 85 % test": sum(a > 85 for a in lowest_with),
+              "RoPE reaches 90 % test first (or together with the first)": sum(
+                  res["rope"]["first90"][i] is not None and all(
+                      res[v]["first90"][i] is None or res["rope"]["first90"][i] <= res[v]["first90"][i]
+                      for v in ("sinusoidal", "learned")) for i in range(n)),
+              "sinusoidal ends above learned (the order changes with the seed)": sum(
+                  s > lr for s, lr in zip(res["sinusoidal"]["test"], res["learned"]["test"]))}
     lines += ["", "| claim | seeds where it held |", "|---|---|"]
     lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
     return "\n".join(lines)
@@ -203,7 +408,8 @@ def run_08(seeds: list[int], small: bool = False) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", choices=["02", "08"], nargs="+", default=["02", "08"])
+    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "08"], nargs="+",
+                        default=["01", "02", "03", "04", "06", "08"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (both notebooks set one)")
     parser.add_argument("--small", action="store_true", help="tiny data and a few steps: checks that it runs (tests)")
     args = parser.parse_args()
@@ -211,7 +417,11 @@ def main() -> int:
     command = ("COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only {nb} --seeds "
                + " ".join(map(str, args.seeds)) + f" --threads {args.threads}")
     suffix = "" if args.threads == 1 else f"-{args.threads}threads"
-    for nb, run, title in (("02", run_02, "Notebook 02: the length sweep and the dates over seeds"),
+    for nb, run, title in (("01", run_01, "Notebook 01: the dates and the length sweep without attention over seeds"),
+                           ("02", run_02, "Notebook 02: the length sweep and the dates over seeds"),
+                           ("03", run_03, "Notebook 03: the flagged-digit head over seeds"),
+                           ("04", run_04, "Notebook 04: one head against two over seeds"),
+                           ("06", run_06, "Notebook 06: the negation task with and without positions over seeds"),
                            ("08", run_08, "Notebook 08: equal budgets, longer strings and translation over seeds")):
         if nb in args.only:
             body = run(args.seeds, args.small)

@@ -51,9 +51,17 @@ def test_depth_sweep_benchmark_runs_the_notebooks_sweep_over_seeds(tmp_path):
 
 
 def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
-    """Notebooks 02 and 08 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
+    """Notebooks 01, 02, 03, 04, 06 and 08 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
     _run(tmp_path, "bench_seed_spread.py", "--seeds", "0", "1", "--small")
     text02 = (tmp_path / "seed-spread-02-cpu.md").read_text()
     assert "| attention |" in text02 and "model seeds [0, 1]" in text02 and " of 2 |" in text02
     text08 = (tmp_path / "seed-spread-08-cpu.md").read_text()
     assert "| transformer |" in text08 and "| the transformer is ahead of the RNN + attention" in text08 and " of 2 |" in text08
+    text01 = (tmp_path / "seed-spread-01-cpu.md").read_text()
+    assert "| per-character (%) |" in text01 and "| from 14 letters on, no string is exactly right | " in text01
+    text03 = (tmp_path / "seed-spread-03-cpu.md").read_text()
+    assert "First step with a loss under 0.01:" in text03 and " of 2 |" in text03
+    text04 = (tmp_path / "seed-spread-04-cpu.md").read_text()
+    assert "| h = 2 |" in text04 and "| the two heads look to opposite sides | " in text04
+    text06 = (tmp_path / "seed-spread-06-cpu.md").read_text()
+    assert "| rope |" in text06 and "| without positions, test accuracy is within 5 points of chance" in text06
