@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from course_grader import cli
+from course_grader.course import Course
 from course_utils.cells import read
 from course_grader.grading.gradebook import (
     AssignmentNotReleased,
@@ -166,11 +167,20 @@ def test_no_sandbox_warns_loudly_and_turns_the_sandbox_off(tmp_path, monkeypatch
     monkeypatch.setenv("COURSE_SANDBOX", "")  # recorded, so whatever the CLI sets is undone
     monkeypatch.delenv("COURSE_SANDBOX")
     _fake_sandbox(monkeypatch, "bwrap not found")
-    monkeypatch.setattr(cli, "_not_released", lambda root, names: ["stop here"])  # no grading needed
+    opened = []
+    monkeypatch.setattr(cli, "_not_released", lambda course, names: opened.append(course) or ["stop here"])  # no grading needed
     assert cli.main(["grade", A, "--no-sandbox"]) == 1
     err = capsys.readouterr().err
     assert "UNSANDBOXED" in err and "stop here" in err
-    assert os.environ["COURSE_SANDBOX"] == "off"  # what the nbgrader processes inherit
+    from course_grader.grading.runner import grading_env
+
+    assert opened[0].settings.sandbox is False
+    assert grading_env(opened[0].settings)["COURSE_SANDBOX"] == "off"  # what the nbgrader processes get
+    assert "COURSE_SANDBOX" not in os.environ  # set only where nbgrader's processes start, never process-wide
+    sandboxed = Course.open(course)
+    assert sandboxed.settings.sandbox and "COURSE_SANDBOX" not in grading_env(sandboxed.settings)
+    monkeypatch.setenv("COURSE_SANDBOX", "off")  # the environment stays the documented way in
+    assert Course.open(course).settings.sandbox is False
 
 
 # ----------------------------------------------------------------------------- real nbgrader

@@ -149,12 +149,12 @@ def test_a_new_gradebook_gets_the_revision_alembic_heads_prints(tmp_path):
 
 def test_grading_runs_in_the_profile_it_is_given_whatever_the_shell_says(monkeypatch):
     """A COURSE_PROFILE=cpu left in the instructor's shell must not make grading run full-size notebooks."""
-    from course_grader.course import Course
+    from course_grader.course import Course, GradingSettings
     from course_grader.grading.runner import grading_env
     from course_utils import cli
 
     monkeypatch.setenv("COURSE_PROFILE", "cpu")
-    assert grading_env()["COURSE_PROFILE"] == "ci" and grading_env("gpu")["COURSE_PROFILE"] == "gpu"
+    assert grading_env()["COURSE_PROFILE"] == "ci" and grading_env(GradingSettings("gpu"))["COURSE_PROFILE"] == "gpu"
     assert cli.build_parser().parse_args(["grade", "00_welcome"]).profile is None
     assert cli.build_parser().parse_args(["grade", "--profile", "cpu"]).profile == "cpu"
     assert Course.open(ROOT).profile == "ci" and Course.open(ROOT, profile="cpu").profile == "cpu"

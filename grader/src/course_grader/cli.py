@@ -155,11 +155,10 @@ NO_SANDBOX_WARNING = """\
 
 
 def _sandbox_gate(no_sandbox: bool) -> str | None:
-    """Why grading must not start (None: go ahead). ``--no-sandbox`` turns the sandbox off
-    (COURSE_SANDBOX=off for the nbgrader processes) after a loud warning."""
+    """Why grading must not start (None: go ahead). ``--no-sandbox`` turns the sandbox off (the
+    course's settings; COURSE_SANDBOX=off in the nbgrader processes only) after a loud warning."""
     if no_sandbox:
         print(NO_SANDBOX_WARNING, file=sys.stderr, flush=True)
-        os.environ["COURSE_SANDBOX"] = "off"
         return None
     if os.environ.get("COURSE_SANDBOX", "").lower() == "off":
         return "COURSE_SANDBOX=off is set: pass --no-sandbox to grade without the sandbox on purpose."
@@ -197,7 +196,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
               "unsandboxed (only trusted code).",
               file=sys.stderr)
         return 2
-    course = Course.open(profile=args.profile)
+    course = Course.open(profile=args.profile, sandbox=not args.no_sandbox, wall_limit=args.wall_limit or None)
     names = _names(course.root, args.assignments)
     not_released = _not_released(course, names)
     if not_released:
@@ -206,8 +205,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return 1
     print(f"grading in the {course.profile!r} profile (cell limit {course.cell_timeout or 'none'} s; "
           f"gradebook {safe_url(course.db_url)})", flush=True)
-    report = grade(course, names, args.student, workers=args.workers or default_workers(), scheduler=args.scheduler,
-                   wall_limit=args.wall_limit or None, sandbox=not args.no_sandbox)
+    report = grade(course, names, args.student, workers=args.workers or default_workers(), scheduler=args.scheduler)
     print(scores_table(report.rows, report.failed, report.flags))  # a failed submission's line carries its reason and error
     if report.flags:
         print(f"\n{len(report.flags)} submission(s) flagged for review (scores unchanged):")

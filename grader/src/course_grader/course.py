@@ -11,11 +11,11 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
-__all__ = ["BUILD_KINDS", "Course", "GRADING_PROFILE", "STEPS", "UnknownAssignment", "WALL_LIMIT"]
+__all__ = ["BUILD_KINDS", "Course", "GRADING_PROFILE", "GradingSettings", "STEPS", "UnknownAssignment", "WALL_LIMIT"]
 
 # The profile submissions are graded in unless the instructor says otherwise (`course grade --profile`):
 # the grading limits of nbgrader_config.py are sized for it, whatever COURSE_PROFILE says in the shell.
@@ -48,36 +48,84 @@ _ENVIRONMENT_LOCK = threading.Lock()  # the demo class opens its scratch courses
 
 
 @dataclass(frozen=True)
+class GradingSettings:
+    """How submissions are graded, decided once per command (its flags first, then the environment,
+    the documented way in) and passed down with the :class:`Course`; pickled to Dask workers.
+
+    ``profile``: the profile submissions run in; ``cell_timeout``: seconds a cell may run (nbgrader's
+    ``Execute.timeout``); ``sandbox``: every kernel in the grading sandbox (False only for trusted
+    code: ``--no-sandbox``, the demo class where none works); ``wall_limit``: seconds per notebook on
+    a Dask worker (None: none). They become environment only where a process starts
+    (:meth:`environment`: nbgrader's processes and the kernels they start)."""
+
+    profile: str = GRADING_PROFILE
+    cell_timeout: int | None = None
+    sandbox: bool = True
+    wall_limit: float | None = WALL_LIMIT
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` (a process's environment) with these settings written into it."""
+        env = dict(base)
+        env["COURSE_PROFILE"] = self.profile  # the grading profile, whatever the shell says
+        if self.sandbox:
+            env.pop("COURSE_SANDBOX", None)
+        else:
+            env["COURSE_SANDBOX"] = "off"
+        return env
+
+
+def sandbox_from_environment() -> bool:
+    """False only when the environment says ``COURSE_SANDBOX=off`` (the sandbox's own reading of it)."""
+    from course_grader.sandbox.bubblewrap import sandbox_enabled
+
+    return sandbox_enabled()
+
+
+@dataclass(frozen=True)
 class Course:
     """A course directory (nbgrader's root) and what grading needs to know about it.
 
     ``db_url``: the gradebook nbgrader's configuration names (sqlite or PostgreSQL);
-    ``profile``: the profile submissions run in; ``cell_timeout``: seconds a cell may run while
-    graded (nbgrader's ``Execute.timeout``; ``COURSE_CELL_TIMEOUT`` in nbgrader_config.py);
-    ``directories``: the folder each nbgrader step is kept in (:meth:`path`), as its configuration names them.
+    ``settings``: how its submissions are graded (:class:`GradingSettings`; ``profile`` and
+    ``cell_timeout`` read them); ``directories``: the folder each nbgrader step is kept in
+    (:meth:`path`), as its configuration names them.
     """
 
     root: Path
     db_url: str
-    profile: str = GRADING_PROFILE
-    cell_timeout: int | None = None
+    settings: GradingSettings = GradingSettings()
     directories: tuple[tuple[str, str], ...] = ()  # (step, folder name) as nbgrader's configuration sets them
 
+    @property
+    def profile(self) -> str:
+        """The profile submissions run in."""
+        return self.settings.profile
+
+    @property
+    def cell_timeout(self) -> int | None:
+        """Seconds a cell may run while graded (``COURSE_CELL_TIMEOUT`` in nbgrader_config.py)."""
+        return self.settings.cell_timeout
+
     @classmethod
-    def open(cls, root: Path | None = None, *, profile: str | None = None) -> Course:
-        """The course at ``root`` (default: found from the working directory), its configuration read once."""
+    def open(cls, root: Path | None = None, *, profile: str | None = None, sandbox: bool | None = None,
+             wall_limit: float | None = WALL_LIMIT) -> Course:
+        """The course at ``root`` (default: found from the working directory), its configuration read once.
+
+        ``profile``: default ``ci`` (:data:`GRADING_PROFILE`), whatever COURSE_PROFILE says;
+        ``sandbox``: default on unless ``COURSE_SANDBOX=off``; ``wall_limit``: seconds per notebook on Dask."""
         from course_grader.grading.gradebook import course_db_url, nbgrader_config
 
         root = find_root() if root is None else Path(root).resolve()
         profile = profile or GRADING_PROFILE
+        sandbox = sandbox_from_environment() if sandbox is None else sandbox
         with _ENVIRONMENT_LOCK:
             previous = os.environ.get("COURSE_PROFILE")
             os.environ["COURSE_PROFILE"] = profile  # nbgrader_config.py sizes its limits by the profile
             try:
                 config = nbgrader_config(root)
                 timeout = config.Execute.timeout if "Execute" in config and "timeout" in config.Execute else None
-                return cls(root, course_db_url(root), profile, int(timeout) if timeout else None,
-                           _directories(config))
+                settings = GradingSettings(profile, int(timeout) if timeout else None, sandbox, wall_limit)
+                return cls(root, course_db_url(root), settings, _directories(config))
             finally:
                 if previous is None:
                     os.environ.pop("COURSE_PROFILE", None)

@@ -13,16 +13,14 @@ submissions never are, unless the instructor asks (``course grade --no-sandbox``
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import os
 import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import nbformat
 
@@ -233,23 +231,6 @@ def sandbox_choice(sandbox: bool | None = None) -> str:
     return "" if sandbox else "asked for"
 
 
-@contextlib.contextmanager
-def _sandbox_off(off: bool) -> Iterator[None]:
-    """``COURSE_SANDBOX=off`` for the nbgrader processes started inside, when ``off``."""
-    if not off:
-        yield
-        return
-    before = os.environ.get("COURSE_SANDBOX")
-    os.environ["COURSE_SANDBOX"] = "off"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("COURSE_SANDBOX", None)
-        else:
-            os.environ["COURSE_SANDBOX"] = before
-
-
 def _grade_part(
     root: Path,
     course_dir: Path,
@@ -264,7 +245,7 @@ def _grade_part(
     one grading pipeline (:func:`~course_grader.grading.pipeline.grade`), serially. The scratch course
     holds exactly these assignments, so one nbgrader process releases them all, and one grades them all."""
     prepare_scratch_course(root, course_dir, assignments)
-    course = Course.open(course_dir)
+    course = Course.open(course_dir, sandbox=not report.unsandboxed)
     generate_release(course, assignments, verbose=False, one_process=True)
     for name in assignments:
         write_submissions(course, name, class_lists[name])
@@ -312,9 +293,8 @@ def grade_demo_class(
     if course_dir.exists():
         shutil.rmtree(course_dir)
     report = DemoReport(rows=[], unsandboxed=sandbox_choice(sandbox))
-    with _sandbox_off(bool(report.unsandboxed)):
-        _grade_class(root, course_dir, assignments, report, with_mistakes=with_mistakes, isolated=isolated,
-                     baseline=baseline, mistake_filter=mistake_filter, feedback=feedback, verbose=verbose, workers=workers)
+    _grade_class(root, course_dir, assignments, report, with_mistakes=with_mistakes, isolated=isolated,
+                 baseline=baseline, mistake_filter=mistake_filter, feedback=feedback, verbose=verbose, workers=workers)
     return report
 
 

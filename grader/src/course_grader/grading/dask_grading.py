@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from course_grader.course import STEPS, WALL_LIMIT, Course
+from course_grader.course import STEPS, WALL_LIMIT, Course, GradingSettings
 from course_grader.grading.scores import GradingRun, StudentResult, student_result
 from course_grader.grading.recording import write_tree as _write_tree
 
@@ -97,9 +97,7 @@ class SubmissionTask:
     student: str
     digest: str
     files: dict[str, bytes]
-    profile: str = "ci"
-    wall_limit: float | None = DEFAULT_WALL_LIMIT
-    sandbox: bool = True
+    settings: GradingSettings = GradingSettings()  # the course's: profile, sandbox, wall limit
 
 
 @dataclass
@@ -154,7 +152,7 @@ def assignment_bundle(course: Course, assignment: str) -> AssignmentBundle:
     from course_grader.grading.gradebook import copy_assignment_definition, nbgrader_config
     from course_grader.grading.runner import grading_env
 
-    with mock.patch.dict(os.environ, grading_env(course.profile)):  # as the nbgrader process of a local run reads it
+    with mock.patch.dict(os.environ, grading_env(course.settings)):  # as the nbgrader process of a local run reads it
         config = json.loads(json.dumps(nbgrader_config(course.root)))
     for key in ("root", "db_url"):
         config.get("CourseDirectory", {}).pop(key, None)
@@ -169,9 +167,9 @@ def assignment_bundle(course: Course, assignment: str) -> AssignmentBundle:
     return AssignmentBundle(assignment, digest, source, gradebook, config)
 
 
-def submission_task(course: Course, assignment: str, student: str, **settings: Any) -> SubmissionTask:
+def submission_task(course: Course, assignment: str, student: str) -> SubmissionTask:
     files = _read_tree(course.path("submitted", student, assignment))
-    return SubmissionTask(assignment, student, _digest(files), files, **settings)
+    return SubmissionTask(assignment, student, _digest(files), files, course.settings)
 
 
 # ----------------------------------------------------------------------------- the worker's side
@@ -227,21 +225,18 @@ def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> Submis
 
     nbgrader runs in this process (imported once per worker, as once per group locally), through
     the same entry point as a local run (``nbgrader_runner``), with the course's preprocessors:
-    every kernel in the grading sandbox unless the task says ``sandbox=False``.
+    every kernel in the grading sandbox unless the task's settings say ``sandbox=False`` (the worker's own
+    environment never turns it off).
     """
     from course_grader.grading.scores import checker_evidence, read_scores
     from course_grader.grading.runner import _autograde_main, grading_env, write_course_config
 
     started = time.perf_counter()
-    env = grading_env(task.profile)
-    if task.sandbox:
-        env.pop("COURSE_SANDBOX", None)  # the worker's own setting never turns the sandbox off
-    else:
-        env["COURSE_SANDBOX"] = "off"
+    env = grading_env(task.settings)
     with _ONE_AT_A_TIME, tempfile.TemporaryDirectory(prefix="course-dask-") as scratch:
         # a scratch course of this one submission: the bundle's source folder, nbgrader's others
         folders = bundle.config.get("CourseDirectory", {})
-        course = Course(Path(scratch) / "course", f"sqlite:///{Path(scratch) / 'course' / 'gradebook.db'}", task.profile,
+        course = Course(Path(scratch) / "course", f"sqlite:///{Path(scratch) / 'course' / 'gradebook.db'}", task.settings,
                         directories=tuple((step, folders[f"{step}_directory"]) for step in STEPS
                                           if f"{step}_directory" in folders))
         course.root.mkdir(parents=True)
@@ -258,7 +253,7 @@ def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> Submis
                                     "students": [task.student], "config": {}, "results": str(results)}))
         path, cwd = list(sys.path), os.getcwd()
         try:
-            with _environment(env), warnings.catch_warnings(), _wall_limit(task.wall_limit) as stopped:
+            with _environment(env), warnings.catch_warnings(), _wall_limit(task.settings.wall_limit) as stopped:
                 warnings.simplefilter("ignore")  # PYTHONWARNINGS=ignore, as for nbgrader's process locally
                 _autograde_main(str(spec))
             lines = results.read_text().splitlines() if results.is_file() else []
@@ -271,7 +266,7 @@ def execute_submission(bundle: AssignmentBundle, task: SubmissionTask) -> Submis
         outcome.pop("student", None)
         if stopped.is_set():
             outcome = {"success": False, "wall_limit": True, "log": str(outcome.get("log", ""))[-2000:],
-                       "error": f"past the wall limit of {task.wall_limit:g} s per notebook: the kernel was stopped "
+                       "error": f"past the wall limit of {task.settings.wall_limit:g} s per notebook: the kernel was stopped "
                                 "(--wall-limit)"}
         folder = course.path("autograded", task.student, task.assignment)
         executed = _read_tree(folder) if outcome.get("success") and folder.is_dir() else {}
@@ -387,17 +382,16 @@ def grade_on_dask(
     classes: Mapping[str, Sequence[str]],
     scheduler: Any,
     *,
-    wall_limit: float | None = DEFAULT_WALL_LIMIT,
-    sandbox: bool = True,
     progress: bool = True,
     batch: int = 20,
     batch_seconds: float = 30.0,
     execute: Callable[[AssignmentBundle, SubmissionTask], SubmissionResult] = execute_submission,
     resubmits: int = MAX_RESUBMITS,
 ) -> list[GradingRun]:
-    """Grade ``classes`` (assignment -> students) of ``course`` in ``course.profile`` on the Dask
-    cluster at ``scheduler`` (an address, or a ``distributed.Client``); one :class:`GradingRun` per
-    assignment.
+    """Grade ``classes`` (assignment -> students) of ``course`` on the Dask cluster at ``scheduler``
+    (an address, or a ``distributed.Client``), as ``course.settings`` say (profile, sandbox, wall limit
+    per notebook: the tasks carry them; the workers cannot see this process's environment); one
+    :class:`GradingRun` per assignment.
 
     A task that ends cancelled or lost is submitted again, at most ``resubmits`` times (then the
     student is reported failed, saying so); each student is recorded at most once.
@@ -438,8 +432,7 @@ def grade_on_dask(
             return future
 
         def read(name: str, student: str) -> SubmissionTask:
-            task = submission_task(course, name, student, profile=course.profile, wall_limit=wall_limit,
-                                   sandbox=sandbox)
+            task = submission_task(course, name, student)
             return dataclasses.replace(task, digest=f"{bundles[name].digest}:{task.digest}")
 
         for name, students in classes.items():

@@ -58,14 +58,13 @@ def _grade_group(
     Returns the executed notebook folders of the students nbgrader graded, the results of
     those it could not grade, and the log.
     """
-    scratch = Course(scratch_dir, f"sqlite:///{scratch_dir / 'gradebook.db'}", course.profile, course.cell_timeout,
-                     course.directories)
+    scratch = Course(scratch_dir, f"sqlite:///{scratch_dir / 'gradebook.db'}", course.settings, course.directories)
     write_course_config(scratch.root, course.root / "nbgrader_config.py", own_gradebook=True)
     copy_assignment_definition(course.db_url, scratch.db_url, assignment)
     shutil.copytree(course.path("source", assignment=assignment), scratch.path("source", assignment=assignment))
     for student in group:
         shutil.copytree(course.path("submitted", student, assignment), scratch.path("submitted", student, assignment))
-    outcomes, log = autograde_students(scratch.root, assignment, group, profile=course.profile)
+    outcomes, log = autograde_students(scratch.root, assignment, group, settings=course.settings)
     executed: dict[str, Path] = {}
     failed: list[StudentResult] = []
     for student in group:
@@ -94,7 +93,7 @@ def record_executed(course: Course, assignment: str, staging: Path) -> tuple[dic
             target.unlink(missing_ok=True)  # nbgrader's copy there is read-only (0444): a grader who is not root cannot overwrite it
             shutil.copy2(timestamp, target)
     config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
-    outcomes, log = autograde_students(course.root, assignment, graded, profile=course.profile, config=config)
+    outcomes, log = autograde_students(course.root, assignment, graded, settings=course.settings, config=config)
     return {s: student_result(s, assignment, outcomes[s], course.db_url) for s in graded}, log
 
 

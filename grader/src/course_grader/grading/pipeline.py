@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
 
-from course_grader.course import WALL_LIMIT, Course
+from course_grader.course import Course
 from course_grader.grading.scores import GradingRun, NotebookScore, StudentResult, read_scores, submission_flags
 
 __all__ = ["GradeReport", "grade"]
@@ -64,16 +64,14 @@ def grade(
     *,
     workers: int = 1,
     scheduler: Any = None,
-    wall_limit: float | None = WALL_LIMIT,
-    sandbox: bool = True,
     manual_views: bool = True,
     say: Callable[[str], None] = lambda line: print(line, flush=True),
 ) -> GradeReport:
-    """Grade ``assignments`` for all (or the given) ``students`` of ``course`` in ``course.profile``.
+    """Grade ``assignments`` for all (or the given) ``students`` of ``course`` as ``course.settings``
+    say (profile, sandbox, cell limit, the wall limit per notebook on Dask).
 
     ``workers``: students graded at once on this machine (1: serial nbgrader); ``scheduler``: a
-    Dask scheduler address or client instead (``wall_limit``: seconds per notebook there, None: no limit;
-    ``sandbox`` is passed to its workers, which cannot see this process's environment).
+    Dask scheduler address or client instead.
     Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when an assignment is
     not in the gradebook.
     """
@@ -97,7 +95,7 @@ def grade(
         if not to_grade[name]:
             say(f"{name}: no submissions to grade")
     graded = {name: names for name, names in to_grade.items() if names}
-    backend = (_on_dask(scheduler, wall_limit, sandbox) if scheduler is not None
+    backend = (_on_dask(scheduler) if scheduler is not None
                else _serial if workers <= 1 else _on_cores(workers))
     runs = backend(course, graded, say) if graded else {}
     for name in assignments:  # every backend's results recorded, and the written answers viewed, the same way
@@ -142,13 +140,12 @@ def _on_cores(workers: int) -> Backend:
     return run
 
 
-def _on_dask(scheduler: Any, wall_limit: float | None, sandbox: bool) -> Backend:
+def _on_dask(scheduler: Any) -> Backend:
     """Every notebook of every assignment on the Dask cluster at ``scheduler`` at once."""
     def run(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
         from course_grader.grading.dask_grading import grade_on_dask
 
         say(f"autograding {', '.join(graded)} on the Dask cluster at {scheduler}: "
             f"{sum(map(len, graded.values()))} notebooks, profile {course.profile!r} ...")
-        return {run.assignment: run for run in grade_on_dask(course, graded, scheduler, wall_limit=wall_limit,
-                                                              sandbox=sandbox)}
+        return {run.assignment: run for run in grade_on_dask(course, graded, scheduler)}
     return run

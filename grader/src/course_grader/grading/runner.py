@@ -22,6 +22,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from course_grader.course import GradingSettings
+
+DEFAULT_SETTINGS = GradingSettings()  # profile ci, sandboxed
+
 __all__ = [
     "NbgraderError",
     "PIPELINE_ENV",
@@ -54,11 +58,11 @@ class NbgraderError(RuntimeError):
     """nbgrader exited non-zero; the message carries the end of its log."""
 
 
-def grading_env(profile: str = "ci", extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for nbgrader and the kernels it starts."""
-    env = dict(os.environ)
+def grading_env(settings: GradingSettings = DEFAULT_SETTINGS, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for nbgrader and the kernels it starts: this process's, with the grading
+    ``settings`` written into it (the one place they become environment)."""
+    env = settings.environment(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env["COURSE_PROFILE"] = profile  # the grading profile, whatever the shell says
     env[PIPELINE_ENV] = "1"  # graded by `course grade`'s pipeline (not the formgrader's own button)
     env.setdefault("PYTHONWARNINGS", "ignore")
     env.setdefault("MPLBACKEND", "Agg")
@@ -71,7 +75,7 @@ def run_nbgrader(
     args: Sequence[str],
     course_dir: Path,
     *,
-    profile: str = "ci",
+    settings: GradingSettings = DEFAULT_SETTINGS,
     env: dict[str, str] | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
@@ -80,7 +84,7 @@ def run_nbgrader(
     result = subprocess.run(
         command,
         cwd=course_dir,
-        env=env or grading_env(profile),
+        env=env or grading_env(settings),
         capture_output=True,
         text=True,
     )
@@ -129,7 +133,7 @@ def autograde_students(
     assignment: str,
     students: Sequence[str],
     *,
-    profile: str = "ci",
+    settings: GradingSettings = DEFAULT_SETTINGS,
     config: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], str]:
     """``NbGraderAPI.autograde(assignment, student)`` for each student, in a subprocess
@@ -140,7 +144,7 @@ def autograde_students(
     subprocess's own output. If the process itself dies, the student it was grading is
     failed with that reason and the others are graded by a fresh process.
     """
-    outcomes, output = autograde_jobs(course_dir, [(assignment, s) for s in students], profile=profile, config=config)
+    outcomes, output = autograde_jobs(course_dir, [(assignment, s) for s in students], settings=settings, config=config)
     return {student: outcome for (_, student), outcome in outcomes.items()}, output
 
 
@@ -148,7 +152,7 @@ def autograde_jobs(
     course_dir: Path,
     jobs: Sequence[tuple[str, str]],
     *,
-    profile: str = "ci",
+    settings: GradingSettings = DEFAULT_SETTINGS,
     config: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[tuple[str, str], dict[str, Any]], str]:
     """:func:`autograde_students` for ``(assignment, student)`` pairs of several assignments, all in one
@@ -171,7 +175,7 @@ def autograde_jobs(
             }))
             process = subprocess.run(
                 [sys.executable, "-m", "course_grader.grading.runner", "autograde", str(spec)],
-                cwd=course_dir, env=grading_env(profile), capture_output=True, text=True,
+                cwd=course_dir, env=grading_env(settings), capture_output=True, text=True,
             )
             output += process.stdout + process.stderr
             done = [json.loads(line) for line in results.read_text().splitlines()] if results.is_file() else []

@@ -198,7 +198,7 @@ def autograde_many(course: Course, students: Mapping[str, Sequence[str]]) -> dic
     for assignment in students:
         require_assignment(course.db_url, assignment)
     jobs = [(assignment, student) for assignment, names in students.items() for student in names]
-    outcomes, log = autograde_jobs(course.root, jobs, profile=course.profile)
+    outcomes, log = autograde_jobs(course.root, jobs, settings=course.settings)
     return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)], course.db_url)
                                                 for s in names], log)
             for assignment, names in students.items()}
