@@ -86,7 +86,7 @@ def demo_students(mistakes: Sequence[Mistake], *, isolated: bool = False, baseli
         for index, mistake in enumerate(mistakes, 1):
             students.append(DemoStudent(f"mistake{index:02d}-{mistake.slug}", "mistake", (mistake,)))
     elif mistakes:
-        first_per_cell = {}
+        first_per_cell: dict[str, Mistake] = {}
         for mistake in mistakes:
             first_per_cell.setdefault(mistake.cell, mistake)
         students.append(DemoStudent(MISTAKES_STUDENT, "mistake", tuple(first_per_cell.values())))
@@ -318,7 +318,7 @@ def _grade_class(
         if mistake_filter is not None:
             mistakes = [m for i, m in enumerate(mistakes) if mistake_filter(i, m)]
         class_lists[name] = demo_students(mistakes, isolated=isolated, baseline=baseline)
-    done = []
+    done: list[str] = []
     lock = threading.Lock()
 
     def progress(names: Sequence[str], seconds: float) -> None:

@@ -100,10 +100,10 @@ def dist_texts(folder: Path) -> dict[str, str]:
             import tarfile
 
             with tarfile.open(path) as archive:
-                for member in archive.getmembers():
-                    handle = archive.extractfile(member) if member.isfile() else None
+                for entry in archive.getmembers():
+                    handle = archive.extractfile(entry) if entry.isfile() else None
                     if handle is not None:
-                        texts[f"{name}!{member.name}"] = handle.read().decode("utf-8", "replace")
+                        texts[f"{name}!{entry.name}"] = handle.read().decode("utf-8", "replace")
         else:
             texts[name] = path.read_bytes().decode("utf-8", "replace")
     return texts
@@ -117,8 +117,9 @@ def leaks(root: Path, folder: Path) -> list[str]:
         parts = Path(name.split("!")[0]).parts
         if parts and parts[0] in ("solutions", "tests", "autograded", "submitted", "feedback") or name.endswith(".db"):
             found.append(f"{name}: private file")
-        if MARKERS.search(text):
-            found.append(f"{name}: nbgrader marker {MARKERS.search(text).group(0)!r}")
+        marker = MARKERS.search(text)
+        if marker:
+            found.append(f"{name}: nbgrader marker {marker.group(0)!r}")
         # notebooks are JSON: compare their decoded cell sources, not the escaped text
         sources = _lines(text)
         if name.endswith(".ipynb"):

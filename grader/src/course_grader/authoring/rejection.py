@@ -211,6 +211,7 @@ def check_rejections(
     try:
         shutil.copytree(path.parent, workdir, dirs_exist_ok=True)
         kernel = _Kernel(nb, workdir, timeout, assignment)
+        failed: list[str]
         try:
             if running is not None:
                 kernel.attach(running)
@@ -277,11 +278,11 @@ def _check_one(
         wrong = mistake.apply(solutions[start])
     except ValueError as error:
         return Rejection(assignment, mistake, (), str(error)), True
-    failed = []
+    failed: list[str] = []
     for index in cells:
-        error = kernel.run(index, wrong if index == start else solutions[index])
+        raised = kernel.run(index, wrong if index == start else solutions[index])
         grade_id = nbgrader_meta(kernel.nb.cells[index]).get("grade_id")
-        if error and grade_id in tests:
+        if raised and grade_id in tests:
             failed.append(grade_id)
     recovered = True
     for index in cells:  # restore the right answer and everything computed from it

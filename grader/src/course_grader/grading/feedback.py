@@ -89,7 +89,7 @@ def _course_hidden_lines(source_dir: str, stamp: float) -> frozenset[str]:
     """Hidden-test lines of every notebook under ``source_dir`` (cached per modification time)."""
     import nbformat
 
-    sources = []
+    sources: list[str] = []
     for path in sorted(Path(source_dir).glob("*/*.ipynb")):
         try:
             nb = nbformat.read(str(path), as_version=4)

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from course_grader.course import Course
 from course_grader.grading.gradebook import copy_assignment_definition, require_assignment
@@ -34,7 +34,7 @@ from course_grader.grading.submissions import submitted_students
 __all__ = ["autograde_parallel", "default_workers", "record_executed", "RECORD_ONLY"]
 
 # nbgrader settings of the record phase: read the outputs, run nothing.
-RECORD_ONLY = {
+RECORD_ONLY: dict[str, dict[str, Any]] = {
     "Execute": {"enabled": False},
     "SandboxedExecute": {"enabled": False},
     "ClearOutput": {"enabled": False},
@@ -92,7 +92,7 @@ def record_executed(course: Course, assignment: str, staging: Path) -> tuple[dic
             target = staging / student / assignment / "timestamp.txt"
             target.unlink(missing_ok=True)  # nbgrader's copy there is read-only (0444): a grader who is not root cannot overwrite it
             shutil.copy2(timestamp, target)
-    config = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
+    config: dict[str, dict[str, Any]] = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
     outcomes, log = autograde_students(course.root, assignment, graded, settings=course.settings, config=config)
     return {s: student_result(s, assignment, outcomes[s], course.db_url) for s in graded}, log
 

@@ -183,7 +183,8 @@ def record_decision(
                               f"(course grade {assignment} --student {student})") from None
         grades = [grade for notebook in submission.notebooks for grade in notebook.grades]
         total_max = sum(float(grade.max_score or 0) for grade in grades)
-        if action == "score" and not 0 <= float(score) <= total_max:
+        given = 0.0 if score is None else float(score)  # set exactly when action == "score" (checked above)
+        if action == "score" and not 0 <= given <= total_max:
             raise ValueError(f"--score must be between 0 and {total_max:g} (the points of {assignment}), not {score:g}")
         decided = 0.0
         for grade in grades:
@@ -196,7 +197,7 @@ def record_decision(
             elif action == "zero":
                 grade.manual_score = 0.0
             else:
-                grade.manual_score = float(score) * points / total_max if total_max else 0.0
+                grade.manual_score = given * points / total_max if total_max else 0.0
             grade.needs_manual_grade = False
             decided += grade.manual_score + float(grade.extra_credit or 0)
         comments = [comment for notebook in submission.notebooks for comment in notebook.comments]

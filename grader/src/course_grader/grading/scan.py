@@ -47,7 +47,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from nbformat import NotebookNode
 
@@ -301,12 +301,12 @@ def reference_paths(source_nb: NotebookNode) -> list[_Reference]:
                 found.append(_Reference(None, node.name, frozenset(naming)))
     for grade_id, source in tests:
         tree = _code(source)
-        for node in ast.walk(tree) if tree else []:
-            if isinstance(node, ast.Call):
-                func = node.func
+        for part in ast.walk(tree) if tree else []:
+            if isinstance(part, ast.Call):
+                func = part.func
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if called == "own_work":
-                    for arg in node.args:
+                    for arg in part.args:
                         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                             last = arg.value.rsplit(".", 1)[-1]
                             naming = {gid for gid, src in tests if last in _words(src)} | {grade_id}
@@ -465,9 +465,9 @@ class _Scanner:
             if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Tuple, ast.List)):
                 for target in node.targets:  # a, b = sys, os
                     if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(node.value.elts):
-                        for name, item in zip(target.elts, node.value.elts):
-                            if isinstance(name, ast.Name) and self.resolve(item):
-                                self.bind(name.id, self.resolve(item))
+                        for element, item in zip(target.elts, node.value.elts):
+                            if isinstance(element, ast.Name) and self.resolve(item):
+                                self.bind(element.id, self.resolve(item))
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 value = self.resolve(node.value) if node.value is not None else None
@@ -483,11 +483,11 @@ class _Scanner:
                     self.check_rebinding(node, node.name, None, offset)
                     self.bind(node.name, None)
             elif isinstance(node, (ast.For, ast.With)) and node in module_level:
-                targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items]
-                for target in targets:
-                    for name in ast.walk(target) if target is not None else []:
-                        if isinstance(name, ast.Name):
-                            self.check_rebinding(node, name.id, None, offset)
+                loop_targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items]
+                for loop_target in loop_targets:
+                    for part in ast.walk(loop_target) if loop_target is not None else []:
+                        if isinstance(part, ast.Name):
+                            self.check_rebinding(node, part.id, None, offset)
             elif isinstance(node, ast.Global):
                 for name in node.names:
                     self.check_rebinding(node, name, None, offset)
@@ -597,8 +597,8 @@ class _Scanner:
         if clean in ("<builtin>.exec", "<builtin>.eval", "<builtin>.compile"):
             self.nested_code(node.args[0] if node.args else None, node, offset)
         if clean.startswith("<ipython>.run_line_magic") or clean.startswith("<ipython>.run_cell_magic"):
-            magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
-            line = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else ""
+            magic = str(node.args[0].value) if node.args and isinstance(node.args[0], ast.Constant) else None
+            line = str(node.args[1].value) if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else ""
             if magic in _SHELL_MAGICS:
                 self.flag(node, "process", f"%{magic} {line}".strip()[:80], offset)
             elif magic not in _MAGICS_HARMLESS and f"{magic} {line}".strip() not in _MAGICS_HARMLESS:
@@ -620,7 +620,7 @@ class _Scanner:
         ):
             self.flag(node, "file-access", f"{path.replace('()', '')}: outside the working directory", offset)
 
-    def check_literal_paths(self, node: ast.Call, args: list[ast.AST], offset: int) -> None:
+    def check_literal_paths(self, node: ast.Call, args: Sequence[ast.AST], offset: int) -> None:
         for arg in args:
             literal = _literal_prefix(arg)
             if literal is not None and _outside_path(literal):
@@ -728,7 +728,7 @@ def scan_notebook(source_nb: NotebookNode, submitted_nb: NotebookNode, *, _info:
     info = _info or _analyse(source_nb)
     references, locked = info.references, info.locked
     cells = list(submitted_nb.cells)
-    test_positions = {nbgrader_meta(c).get("grade_id"): i for i, c in enumerate(cells)
+    test_positions = {str(nbgrader_meta(c)["grade_id"]): i for i, c in enumerate(cells)
                       if nbgrader_meta(c).get("grade_id") in locked}
     scanner = _Scanner(references, test_positions, info.protected)
     for index, cell in enumerate(cells):

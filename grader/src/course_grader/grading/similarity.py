@@ -91,7 +91,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterable, Mapping, Sequence
 
 from nbformat import NotebookNode
 
@@ -217,6 +217,7 @@ class _Tokens:
         self.out: list[str] = []
 
     def visit(self, node: ast.AST) -> None:
+        child: ast.AST
         if isinstance(node, (ast.expr_context, ast.Load, ast.Store, ast.Del)):
             return
         kind = type(node).__name__
@@ -362,7 +363,9 @@ def _own_work_calls(source: str) -> list[tuple[list[str], str]]:
     return calls
 
 
-def _resolve(path: str) -> object | None:
+def _resolve(path: str) -> Any:
+    """The object ``path`` names (a module, or an attribute of one), None when nothing does."""
+    obj: Any
     parts = path.split(".")
     for end in range(len(parts), 0, -1):
         try:
@@ -676,7 +679,7 @@ def calibration(root: Path, names: Sequence[str] | None = None) -> dict[str, lis
     - ``reference``: the solution vs its public reference (the best of its references).
     """
     from course_utils.layout import assignments
-    from course_grader.authoring.mistakes import load_accepted, load_mistakes
+    from course_grader.authoring.mistakes import Accepted, Mistake, load_accepted, load_mistakes
 
     scores: dict[str, list[float]] = {"near-copy": [], "separate": [], "reference": []}
     for name in names or assignments(root):
@@ -691,7 +694,8 @@ def calibration(root: Path, names: Sequence[str] | None = None) -> dict[str, lis
                 theirs = [g for g in theirs if not trivial(g)]
                 if theirs and not trivial(ours):
                     scores["reference"].append(max(similarity(ours, g) for g in theirs))
-            for item in [*load_mistakes(root, name), *load_accepted(root, name)]:
+            candidates: list[Mistake | Accepted] = [*load_mistakes(root, name), *load_accepted(root, name)]
+            for item in candidates:
                 if item.cell not in stubs:
                     continue
                 ours = fingerprint(solutions[item.cell], stubs[item.cell])

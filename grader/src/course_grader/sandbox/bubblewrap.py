@@ -50,7 +50,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import List as ListTrait
@@ -134,19 +134,19 @@ class SandboxLimits:
         where grading runs, and 3 h at the larger profiles. ``COURSE_SANDBOX_MEMORY=0``
         lifts the memory limit; on a CUDA machine there is none.
         """
-        env = os.environ if env is None else env
-        ci = env.get("COURSE_PROFILE", "ci").strip().lower() in {"", "ci"}
-        wall = int(env.get("COURSE_SANDBOX_WALL") or (20 * 60 if ci else 3 * 3600))
-        memory: int | None = _parse_size(env.get("COURSE_SANDBOX_MEMORY") or "6G")
+        values: Mapping[str, str] = os.environ if env is None else env
+        ci = values.get("COURSE_PROFILE", "ci").strip().lower() in {"", "ci"}
+        wall = int(values.get("COURSE_SANDBOX_WALL") or (20 * 60 if ci else 3 * 3600))
+        memory: int | None = _parse_size(values.get("COURSE_SANDBOX_MEMORY") or "6G")
         if memory == 0 or cuda_devices():
             memory = None
         return cls(
             memory=memory,
-            processes=int(env.get("COURSE_SANDBOX_PROCESSES") or 256),
-            cpu=int(env.get("COURSE_SANDBOX_CPU") or wall),
-            file_size=_parse_size(env.get("COURSE_SANDBOX_FILESIZE") or "512M"),
+            processes=int(values.get("COURSE_SANDBOX_PROCESSES") or 256),
+            cpu=int(values.get("COURSE_SANDBOX_CPU") or wall),
+            file_size=_parse_size(values.get("COURSE_SANDBOX_FILESIZE") or "512M"),
             wall=wall,
-            tmp_size=_parse_size(env.get("COURSE_SANDBOX_TMP") or "512M"),
+            tmp_size=_parse_size(values.get("COURSE_SANDBOX_TMP") or "512M"),
         )
 
     def describe(self) -> str:
@@ -503,8 +503,9 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def _remove_cgroup(self) -> None:
         """Kill whatever is left in the notebook's cgroup and remove it (its counters stay readable)."""
-        if getattr(self, "_cgroup", None) is not None:
-            self._cgroup.remove()
+        cgroup = getattr(self, "_cgroup", None)
+        if cgroup is not None:
+            cgroup.remove()
 
     def _kill_sandbox(self) -> None:
         """SIGKILL bwrap's process group: its PID namespace, and every process in it, dies."""
@@ -576,8 +577,9 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def __del__(self) -> None:
         try:
-            if getattr(self, "_wall_timer", None) is not None:
-                self._wall_timer.cancel()
+            timer = getattr(self, "_wall_timer", None)
+            if timer is not None:
+                timer.cancel()
             self._kill_sandbox()
             self._remove_cgroup()
             if getattr(self, "_root", None) is not None and self._root.exists():

@@ -341,8 +341,8 @@ class SandboxCgroup:
                 events = _fields(_read(memory / "memory.events"))
                 values["oom_kills"] = events.get("oom_kill", 0) + events.get("oom_group_kill", 0)
             else:
-                limit = int(_read(memory / "memory.limit_in_bytes") or 0)
-                values["memory_limit"] = limit if 0 < limit < 2**62 else None
+                limit_bytes = int(_read(memory / "memory.limit_in_bytes") or 0)
+                values["memory_limit"] = limit_bytes if 0 < limit_bytes < 2**62 else None
                 peak = _read(memory / "memory.max_usage_in_bytes").strip()
                 values["memory_peak"] = int(peak) if peak else None
                 values["oom_kills"] = _fields(_read(memory / "memory.oom_control")).get("oom_kill", 0)

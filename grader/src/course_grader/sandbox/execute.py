@@ -279,7 +279,8 @@ class SandboxedExecute(Execute):
                     output["traceback"] = [*output.get("traceback", []), note]
 
     def _limit_note(self, ename: str, evalue: str) -> str | None:
-        limits = self._sandbox_km.limits if getattr(self, "_sandbox_km", None) is not None else SandboxLimits.from_env()
+        manager = getattr(self, "_sandbox_km", None)
+        limits = manager.limits if manager is not None else SandboxLimits.from_env()
         if _LIMIT_ERRORS.get(ename) == "memory" or "can't allocate memory" in evalue or "Cannot allocate memory" in evalue:
             if limits.memory is not None:
                 return f"grading sandbox: the notebook's memory limit is {limits.memory / GiB:g} GiB"
@@ -323,7 +324,8 @@ class _GradedKernel:
     def run_visible(self, source: str) -> Any:
         from course_grader.grading.checker import CheckResult
 
-        executor, cell, full = self.executor, self.cell, self.cell.source
+        executor: SandboxedExecute = self.executor
+        cell, full = self.cell, self.cell.source
         run = super(SandboxedExecute, executor).async_execute_cell(cell, self.index, self.execution_count, self.store_history)
         cell.source = source
         try:
