@@ -24,15 +24,9 @@ from course_grader.grading.gradebook import (
     course_db_url,
     require_assignment,
 )
-from course_grader.grading.scores import (
-    CellScore,
-    GradingRun,
-    NotebookScore,
-    StudentResult,
-    export_grades,
-    scores_table,
-    student_result,
-)
+from course_grader.grading.outcome import GradingRun, StudentResult, student_result
+from course_grader.grading.scores import CellScore, NotebookScore
+from course_grader.grading.tables import export_grades, scores_table
 from course_grader.grading.runner import write_course_config
 from course_grader.authoring.release import prepare_scratch_course
 

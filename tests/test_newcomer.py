@@ -36,7 +36,9 @@ from course_grader.demo import (
     sandbox_choice,
 )
 from course_grader.doctor import FAIL, OK, check_bwrap, check_kernel, format_report, run_checks, sandbox_unavailable
-from course_grader.grading.scores import CellScore, NotebookScore, scores_table, student_result
+from course_grader.grading.outcome import student_result
+from course_grader.grading.scores import CellScore, NotebookScore
+from course_grader.grading.tables import scores_table
 from course_grader.authoring.release import prepare_scratch_course
 
 from conftest import ROOT

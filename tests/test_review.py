@@ -22,7 +22,8 @@ from course_grader.course import Course
 from course_grader import cli
 from course_grader.grading import similarity
 from course_utils.cells import fill_answers, nbgrader_meta, read, solution_code
-from course_grader.grading.scores import NotebookScore, CellScore, export_grades, read_scores
+from course_grader.grading.scores import NotebookScore, CellScore, read_scores
+from course_grader.grading.tables import export_grades
 from course_grader.authoring.mistakes import load_accepted
 from course_grader.authoring.release import prepare_scratch_course
 from course_grader.grading.review import (

@@ -8,7 +8,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_utils.cells import answer_cells, fill_answers, solution_code, strip_solution_markers, grading_cells
-from course_grader.grading.scores import CellScore, NotebookScore, export_grades, scores_table
+from course_grader.grading.scores import CellScore, NotebookScore
+from course_grader.grading.tables import export_grades, scores_table
 from course_grader.authoring.mistakes import Mistake, load_mistakes
 
 from conftest import ROOT, assignment_names

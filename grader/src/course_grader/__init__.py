@@ -14,6 +14,7 @@ By verb:
 - :mod:`.grading`: :mod:`~.grading.pipeline` (``grade(course, ...)``, the one pipeline of the CLI,
   the demo class, the hub's service and the Dask path), :mod:`~.grading.submissions` (inspected
   before nbgrader), :mod:`~.grading.runner` and :mod:`~.grading.scores` (nbgrader and its grades),
+  :mod:`~.grading.outcome` (what grading did, per student), :mod:`~.grading.tables` (the score table and CSV),
   :mod:`~.grading.parallel` (every core), :mod:`~.grading.dask_grading` (a cluster; its client
   records through :mod:`~.grading.recording`), :mod:`~.grading.gradebook`,
   :mod:`~.grading.checker` (hidden tests, outside the kernel: :mod:`~.grading.checker.link` to the

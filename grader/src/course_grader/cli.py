@@ -104,7 +104,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from course_grader.demo import grade_demo_class
     from course_grader.authoring.execute import execute_solutions
-    from course_grader.grading.scores import export_grades, scores_table
+    from course_grader.grading.tables import export_grades, scores_table
     from course_grader.grading.parallel import default_workers
     from course_grader.authoring.release import generate_release
 
@@ -186,7 +186,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from course_grader.grading.gradebook import safe_url
     from course_grader.grading.pipeline import grade
     from course_grader.grading.parallel import default_workers
-    from course_grader.grading.scores import scores_table
+    from course_grader.grading.tables import scores_table
 
     started = time.perf_counter()
     problem = _sandbox_gate(args.no_sandbox)
@@ -239,7 +239,8 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from course_grader.grading.scores import export_grades, read_scores, submission_flags
+    from course_grader.grading.scores import read_scores, submission_flags
+    from course_grader.grading.tables import export_grades
     from course_grader.grading.review import held, review_submissions
 
     if args.format != "csv" or args.post:

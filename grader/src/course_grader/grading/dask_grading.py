@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from course_grader.course import STEPS, WALL_LIMIT, Course, GradingSettings
-from course_grader.grading.scores import GradingRun, StudentResult, student_result
+from course_grader.grading.outcome import GradingRun, StudentResult, student_result
 from course_grader.grading.recording import write_tree as _write_tree
 
 __all__ = [

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from course_grader.course import Course
 from course_grader.grading.gradebook import copy_assignment_definition, require_assignment
-from course_grader.grading.scores import GradingRun, StudentResult, student_result
+from course_grader.grading.outcome import GradingRun, StudentResult, student_result
 from course_grader.grading.runner import autograde_students, write_course_config
 from course_grader.grading.submissions import submitted_students
 

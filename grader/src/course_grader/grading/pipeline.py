@@ -22,7 +22,8 @@ from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
 
 from course_grader.course import Course
-from course_grader.grading.scores import GradingRun, NotebookScore, StudentResult, read_scores, submission_flags
+from course_grader.grading.outcome import GradingRun, StudentResult
+from course_grader.grading.scores import NotebookScore, read_scores, submission_flags
 
 __all__ = ["GradeReport", "grade"]
 

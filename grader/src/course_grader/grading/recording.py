@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from course_grader.grading.scores import StudentResult
+from course_grader.grading.outcome import StudentResult
 
 if TYPE_CHECKING:
     from course_grader.course import Course
