@@ -336,10 +336,7 @@ class Checker:
         if outermost:  # a lent model runs here: whatever question the kernel answered, it must be as it was
             for obj, before in list(self.lent_state.values()):
                 if _lent_fingerprint(obj) != before and WRITABLE.allows(obj) != "anything":
-                    raise checks.CheckFailed(
-                        "Your code changed a model the tests lent it (its weights, buffers, train/eval mode, "
-                        "requires_grad, dtype or hooks). A model you are given is for reading: compute with it, and "
-                        "put back any mode you switch (00_welcome, In-place and Mode rules).")
+                    raise checks.CheckFailed(_model_changed_message("a model the tests lent it"))
         self._note_kernel_rng(reply, sent)
         for item in (reply.get("evidence") or [])[:MAX_EVIDENCE] if isinstance(reply.get("evidence"), list) else []:
             text = str(item)[:300]
@@ -547,13 +544,18 @@ def _only_flags_changed(local: Any, new: Any) -> bool:
         for a, b in zip(ours.values(), theirs.values()))
 
 
+def _model_changed_message(which: str) -> str:
+    """What the In-place and Mode rules say of a model the student's code was given and changed."""
+    return (f"Your code changed {which} (its weights, buffers, train/eval mode, requires_grad, dtype or hooks). "
+            "A model you are given is for reading: compute with it, and put back any mode you switch "
+            "(00_welcome, In-place and Mode rules).")
+
+
 def _in_place_message(position: int, n_positional: int, local: Any) -> str:
     """What a call broke when it changed an argument it was given (the In-place and Mode rules)."""
     which = f"argument {position + 1}" if position < n_positional else "a keyword argument"
     if isinstance(local, torch.nn.Module):
-        return (f"Your code changed the model passed as {which}: its parameters, its train/eval mode or their "
-                "requires_grad. A model you are given is for reading: compute with it, and put back any mode you "
-                "switch (00_welcome, In-place and Mode rules).")
+        return _model_changed_message(f"the model passed as {which}")
     kind = "tensor" if isinstance(local, torch.Tensor) else type(local).__name__
     return (f"Your code changed {which} (a {kind}) in place. Arguments are for reading: build a new "
             f"{kind} instead (x = x + y, not x += y; no x[...] =, x.masked_fill_, x.copy_, x.data, "
