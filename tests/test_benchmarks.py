@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -65,3 +66,15 @@ def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
     assert "| h = 2 |" in text04 and "| the two heads look to opposite sides | " in text04
     text06 = (tmp_path / "seed-spread-06-cpu.md").read_text()
     assert "| rope |" in text06 and "| without positions, test accuracy is within 5 points of chance" in text06
+
+
+def test_preference_collapse_table_from_a_saved_run(tmp_path):
+    measures = {"acc": 1.0, "margin": 7.5, "chosen": -0.2, "pairs": 9, "exact": 0.0, "fmt": 1 / 12, "sample": ["20190101", "2022"]}
+    start = dict(measures, acc=0.0, margin=0.0, chosen=0.0)
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"n_train": 28, "results": {"0|base, lr 1e-3": {"0": start, "24": measures},
+                                                             "1|base, lr 1e-3": {"0": start, "24": measures}}}))
+    _run(tmp_path, "bench_preference_seeds.py", "--collapse-from", str(saved), "--checkpoints", "24")
+    text = (tmp_path / "preference-collapse-cpu.md").read_text()
+    assert "| 1 | base, lr 1e-3 | 24 | 9 | 1.00 | +7.50 | -0.20 | 0% | 8% |" in text
+    assert "- base, lr 1e-3, step 24 (2 seeds): pref. accuracy 1.00–1.00" in text and "28 training pairs" in text
