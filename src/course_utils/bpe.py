@@ -32,7 +32,7 @@ import functools
 import importlib.util
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, cast
 
 import regex
 
@@ -167,7 +167,7 @@ class ByteLevelBPE:
         special_tokens: dict[str, int] | None = None,
     ) -> None:
         self.vocab = dict(vocab)
-        self.merges = [tuple(m) for m in merges]
+        self.merges = [cast("tuple[str, str]", tuple(m)) for m in merges]  # lists (e.g. from JSON) become pairs
         self.ranks = {pair: rank for rank, pair in enumerate(self.merges)}
         self.special_tokens = dict(special_tokens or {})
         self.id_to_token = {i: t for t, i in self.vocab.items()}
