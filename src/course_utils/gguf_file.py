@@ -63,10 +63,18 @@ class _Cursor:
         self.pos += struct.calcsize("<" + fmt)
         return values
 
-    def string(self, keep: bool = True) -> str | None:
+    def text(self) -> str:
+        """A string that is always read (a key, a tensor's name)."""
         (n,) = self.unpack("Q")
         start, self.pos = self.pos, self.pos + n
-        return self.buf[start:self.pos].decode("utf-8", errors="replace") if keep else None
+        return self.buf[start:self.pos].decode("utf-8", errors="replace")
+
+    def string(self, keep: bool = True) -> str | None:
+        if keep:
+            return self.text()
+        (n,) = self.unpack("Q")
+        self.pos += n
+        return None
 
     def value(self, kind: int, keep: bool = True) -> Any:
         """One metadata value of type ``kind`` (arrays as lists); skipped (None) unless ``keep``."""
@@ -79,7 +87,7 @@ class _Cursor:
             item_kind, n = self.unpack("IQ")
             if item_kind in _SCALARS:  # n numbers at once (or just skipped)
                 fmt = f"<{n}{_SCALARS[item_kind]}"
-                values = struct.unpack_from(fmt, self.buf, self.pos) if keep else None
+                values = struct.unpack_from(fmt, self.buf, self.pos) if keep else ()
                 self.pos += struct.calcsize(fmt)
                 return list(values) if keep else None
             if item_kind == _STRING:  # the tokenizer's ~100k strings: a tight loop
@@ -107,7 +115,7 @@ def _read_header(buf, path: str | Path, prefix: str) -> tuple[int, int, dict[str
         raise ValueError(f"{path}: GGUF version {version} (only 2 and 3, little-endian, are read)")
     meta: dict[str, Any] = {}
     for _ in range(n_kv):
-        key = cur.string()
+        key = cur.text()
         (kind,) = cur.unpack("I")
         keep = key.startswith(prefix) or key.startswith("general.")
         value = cur.value(kind, keep)
@@ -168,7 +176,7 @@ class GGUFFile:
             self.version, n_tensors, self.metadata, cur = _read_header(buf, self.path, prefix)
             table = []
             for _ in range(n_tensors):
-                name = cur.string()
+                name = cur.text()
                 (n_dims,) = cur.unpack("I")
                 shape = cur.unpack(f"{n_dims}Q")
                 kind, offset = cur.unpack("IQ")
