@@ -108,8 +108,8 @@ def plot_curves(
     """One line per named series, e.g. ``{"train": losses, "validation": val_losses}``."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.6))
-    for label, values in curves.items():
-        values = _to_numpy(torch.as_tensor(list(values), dtype=torch.float64))
+    for label, series in curves.items():
+        values = _to_numpy(torch.as_tensor(list(series), dtype=torch.float64))
         xs = np.asarray(x if x is not None else range(1, len(values) + 1), dtype=float)[: len(values)]
         ax.plot(xs, values, label=label, marker=marker)
     ax.set_xlabel(xlabel)
