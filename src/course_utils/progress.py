@@ -19,9 +19,14 @@ import functools
 import os
 import sys
 import time
-from typing import Iterable, TypeVar
+from typing import TYPE_CHECKING, Iterable, TypeVar
 
 from course_utils.profiles import get_profile
+
+if TYPE_CHECKING:
+    from IPython.display import DisplayHandle
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["progress", "progress_enabled", "LiveCurve"]
 
@@ -101,7 +106,9 @@ class LiveCurve:
         self.series: dict[str, tuple[list[float], list[float]]] = {}
         self._labels = {"title": title, "xlabel": xlabel, "ylabel": ylabel}
         self._every, self._drawn_at = every, 0.0
-        self._figure = self._axes = self._handle = None
+        self._figure: Figure | None = None  # the three are made together, by the first _draw
+        self._axes: Axes | None = None
+        self._handle: DisplayHandle | None = None
 
     def add(self, name: str, x: float, y: float) -> None:
         """Append the point ``(x, y)`` to series ``name``; redraw when ``every`` seconds have passed."""
@@ -122,14 +129,16 @@ class LiveCurve:
         import matplotlib.pyplot as plt
         from IPython.display import display
 
-        if self._figure is None:
-            self._figure, self._axes = plt.subplots(figsize=(7, 3.5))
-            plt.close(self._figure)  # shown through its display handle only, not again at the end of the cell
-            self._handle = display(self._figure, display_id=True)
-        self._axes.clear()
+        figure, axes, handle = self._figure, self._axes, self._handle
+        if figure is None or axes is None or handle is None:
+            figure, axes = plt.subplots(figsize=(7, 3.5))
+            plt.close(figure)  # shown through its display handle only, not again at the end of the cell
+            handle = display(figure, display_id=True)
+            self._figure, self._axes, self._handle = figure, axes, handle
+        axes.clear()
         for name, (xs, ys) in self.series.items():
-            self._axes.plot(xs, ys, "o-" if len(xs) <= 20 else "-", label=name)
-        self._axes.set(**self._labels)
-        self._axes.legend(loc="upper right")
-        self._handle.update(self._figure)
+            axes.plot(xs, ys, "o-" if len(xs) <= 20 else "-", label=name)
+        axes.set(**self._labels)
+        axes.legend(loc="upper right")
+        handle.update(figure)
         self._drawn_at = time.perf_counter()
