@@ -133,7 +133,8 @@ def make_sentiment(
     Deterministic given ``seed``. ``n_contrast`` is rounded down to an even number (pairs).
     """
     rng = random.Random(seed)
-    names, weights = zip(*_MIX)
+    names = [name for name, _ in _MIX]
+    weights = [weight for _, weight in _MIX]
 
     def draw_iid(n: int, avoid: set[str] | None) -> dict[str, list]:
         """``n`` rows outside the held-out bags; with ``avoid``, distinct and never in ``avoid``."""
@@ -362,7 +363,7 @@ def make_reviews(n: int = 2000, *, seed: int = 2, sentences: tuple[int, int] = (
     are never used."""
     rng = random.Random(seed)
     avoid = set(avoid)
-    texts = []
+    texts: list[str] = []
     while len(texts) < n:
         polarity = rng.randrange(2)
         parts: list[str] = []
