@@ -234,7 +234,7 @@ def make_dates(
 
 def date_vocab() -> CharVocab:
     """The character vocabulary of every source and target :func:`make_dates` can produce."""
-    texts = []
+    texts: list[str] = []
     for d in (_dt.date(2026, m, day) for m in range(1, 13) for day in (1, 22)):
         texts.extend(format_date(d, f) for f in DATE_FORMATS)
         texts.append(d.isoformat())
