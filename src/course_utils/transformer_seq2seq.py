@@ -146,7 +146,10 @@ class TransformerSeq2Seq(nn.Module):
         memory, mem_mask = self.encode(src, src_len)
         tgt_in = shift_right(tgt, self.bos_id)  # (B, T)
         logits = self.decode(tgt_in, memory, decoder_mask(tgt_in, self.pad_id), mem_mask)
-        return logits, self.cross_attention().mean(dim=1)  # (B, T, V), (B, T, S)
+        cross = self.cross_attention()
+        if cross is None:  # never: every decoder block keeps its weights in the forward just run
+            raise RuntimeError("the last decoder block kept no cross-attention weights")
+        return logits, cross.mean(dim=1)  # (B, T, V), (B, T, S)
 
 
 # --------------------------------------------------------------------------- training
@@ -288,7 +291,10 @@ def greedy_decode(
         done = done | (y == model.eos_id)
         if bool(done.all()):
             break
-    weights = model.cross_attention().mean(dim=1)  # (B, T, S) from the last (full) pass
+    cross = model.cross_attention()
+    if cross is None:  # only with max_len < 1 on a model that never ran (it was None.mean before)
+        raise RuntimeError("the last decoder block kept no cross-attention weights")
+    weights = cross.mean(dim=1)  # (B, T, S) from the last (full) pass
     return ys[:, 1:], weights
 
 
