@@ -231,7 +231,7 @@ def make_translation(
 
     test = rows(n_test, True, set()) if n_test else None
     train = rows(n_train, False, set(test["source"]) if test else set())
-    empty = {k: [] for k in train}
+    empty: dict[str, list] = {k: [] for k in train}
     return DatasetDict({
         "train": Dataset.from_dict(train),
         "test": Dataset.from_dict(test if test else empty, features=Dataset.from_dict(train).features),
