@@ -416,6 +416,8 @@ def ratio_part(args: argparse.Namespace) -> None:
     names = args.assignments or assignments(ROOT)
     course_bin = str(Path(sys.executable).with_name("course"))
     times: dict[str, dict[str, list[float]]] = {n: {"execute": [], "grade": []} for n in names}
+    # where the graded run's execute step spent its time (the autograded notebook's course_grade.seconds)
+    parts: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     with tempfile.TemporaryDirectory(prefix="bench-ratio-") as scratch:
         course = Path(scratch) / "course"
         prepare_scratch_course(ROOT, course, names)
@@ -434,6 +436,9 @@ def ratio_part(args: argparse.Namespace) -> None:
             for name in names:  # the two alternate, so a noisy neighbour slows both alike
                 times[name]["execute"].append(timed("execute", name, "--profile", "ci"))
                 times[name]["grade"].append(timed("grade", name, "--workers", "1"))
+                graded = json.loads((course / "autograded" / "ada-solutions" / name / f"{name}.ipynb").read_text())
+                for part, seconds in graded["metadata"].get("course_grade", {}).get("seconds", {}).items():
+                    parts[name].setdefault(part, []).append(float(seconds))
                 print(f"round {round_ + 1}: {name} execute {times[name]['execute'][-1]:.1f} s, "
                       f"grade {times[name]['grade'][-1]:.1f} s", flush=True)
     load = os.getloadavg()
@@ -443,12 +448,23 @@ def ratio_part(args: argparse.Namespace) -> None:
              f"(1/5/15 min); median of {args.ratio_repeats} interleaved rounds. Execute: `course execute NAME --profile ci` "
              "(the solution, no sandbox). Grade: `course grade NAME --workers 1` of one solution submission in a scratch "
              "course (its whole command: sandbox, kernel, checker, nbgrader, scan, similarity, views, recording). "
-             "Target: grade <= 1.25x execute.", "",
-             "| notebook | execute (s) | grade (s) | grade / execute | target met |", "|---|---:|---:|---:|---|"]
+             "Target: grade <= 1.25x execute. The breakdown is the graded notebook's own record of its execute step "
+             "(the checker's start (a fork) and the variant lookup, the sandboxed kernel's start, answer cells, test cells "
+             "with the checker, the kernel's stop with its sandbox and cgroup); *outside* is the grade command's time around that step (its own start, "
+             "Course.open, the submissions' inspection, nbgrader's process start and imports, the checker's fork "
+             "server, recording, views).", "",
+             "| notebook | execute (s) | grade (s) | grade / execute | target met | checker start | kernel start | "
+             "answer cells | test cells | kernel stop | execute step | outside |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in names:
         execute, grade = statistics.median(times[name]["execute"]), statistics.median(times[name]["grade"])
+        part = {key: statistics.median(values) for key, values in parts[name].items()}
+        step = part.get("execute", float("nan"))
         lines.append(f"| {name} | {execute:.1f} | {grade:.1f} | {grade / execute:.2f} | "
-                     f"{'yes' if grade <= 1.25 * execute else 'no'} |")
+                     f"{'yes' if grade <= 1.25 * execute else 'no'} | "
+                     + " | ".join(f"{part.get(key, float('nan')):.1f}" for key in
+                                  ("checker_start", "kernel_start", "answer_cells", "test_cells", "kernel_stop"))
+                     + f" | {step:.1f} | {grade - step:.1f} |")
     section = "\n".join(lines) + "\n"
     old = args.out.read_text() if args.out.exists() else ""
     if RATIO_HEADER in old:

@@ -444,6 +444,8 @@ def test_forked_checkers_share_no_state(kernel):
              "check(torch.get_default_dtype() == torch.float32, 'the default dtype carried over')\n")
     first, second = CheckerProcess(), CheckerProcess()
     try:
+        first.wait_started()
+        second.wait_started()
         assert first.pid is not None and second.pid is not None and first.pid != second.pid, "not forked"
         server = _fork_server()
         assert server is not None

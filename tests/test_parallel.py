@@ -7,6 +7,8 @@ Elsewhere: serial and parallel grading of a class with bad submissions give the 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from course_grader.course import Course
@@ -40,3 +42,8 @@ def test_a_dead_kernel_stays_with_its_student_in_a_parallel_group(tmp_path):
     scores = {r.student: r.cells[TEST].score for r in read_scores(Course.open(course))}
     assert scores["a-first"] == 2 and scores["c-after"] == 2
     assert not any(p.name.startswith("course-grade-") for p in course.iterdir()), "scratch courses stay outside"
+    # the execute step's own record of where its time went (benchmarks/bench_grading.py --part ratio reads it)
+    graded = json.loads((course / "autograded" / "a-first" / A / f"{A}.ipynb").read_text())
+    seconds = graded["metadata"]["course_grade"]["seconds"]
+    assert seconds["kernel_start"] > 0 and seconds["test_cells"] > 0 and seconds["answer_cells"] >= 0, seconds
+    assert seconds["execute"] >= seconds["kernel_start"] + seconds["answer_cells"] + seconds["test_cells"], seconds

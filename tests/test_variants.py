@@ -471,6 +471,7 @@ def test_a_checker_started_without_the_fork_server_gets_the_seed_too(monkeypatch
     monkeypatch.setenv("COURSE_CHECKER_FORK", "off")
     checker = CheckerProcess({ENV_SEED: "ab" * 32, "PATH": "/nowhere"})
     try:
+        checker.wait_started()
         assert checker.process is not None
         environ = Path(f"/proc/{checker.process.pid}/environ").read_bytes().split(b"\0")
         assert f"{ENV_SEED}={'ab' * 32}".encode() in environ and b"PATH=/nowhere" not in environ

@@ -107,7 +107,24 @@ class CheckerProcess:
     def __init__(self, environment: dict[str, str] | None = None) -> None:
         # this notebook's own variables for the checker (COURSE_* only: the variant seed), never the kernel's
         self.environment = {k: v for k, v in (environment or {}).items() if k.startswith("COURSE_")}
-        self._start()
+        # started beside the caller's own work (the notebook's kernel starting): the first fork waits for the
+        # fork server to have imported torch, which need not hold the kernel back; the first request waits for it
+        self._start_error: BaseException | None = None
+        self._starting = threading.Thread(target=self._start_beside, name="course-checker-start", daemon=True)
+        self._starting.start()
+
+    def _start_beside(self) -> None:
+        try:
+            self._start()
+        except BaseException as error:  # noqa: BLE001 - raised again where the checker is first used
+            self._start_error = error
+
+    def wait_started(self) -> None:
+        """Wait until the checker has started (raises what starting it raised)."""
+        self._starting.join()
+        if self._start_error is not None:
+            error, self._start_error = self._start_error, None
+            raise OSError(f"the checker did not start ({type(error).__name__}: {error})") from error
 
     def _start(self) -> None:
         self.pid: int | None = None
@@ -149,6 +166,7 @@ class CheckerProcess:
         info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in connection_info.items()}
         request = {"info": info, "source": source, "prelude": prelude, "timeout": timeout, "withheld": list(withheld)}
         try:
+            self.wait_started()
             self._send(request)
             # the cell's deadline bounds the time spent waiting for the kernel; this bounds the checker's
             # own work too (a question it cannot answer in time is the kernel's garbage: it is restarted)
@@ -167,6 +185,7 @@ class CheckerProcess:
     def close(self) -> None:
         """End the checker: it reads the end of its input and exits (killed if it does not in 10 s)."""
         try:
+            self.wait_started()
             if self.socket is not None:
                 self.socket.shutdown(socket.SHUT_WR)
                 ready, _, _ = select.select([self.reader], [], [], 10)
