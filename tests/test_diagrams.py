@@ -36,6 +36,8 @@ EXPECTED = {
     "gqa_groups": ({}, ["multi-head", "grouped-query", "multi-query", "repeat_kv(k, n_rep=3)", "right:", "wrong:"]),
     "rope_pairings": ({}, ["interleaved", "rotate-half", "notebook 06", "this notebook", "0", "7"]),
     "flash_tiles": ({}, ["skipped", "mask", "$Q_0$", "$K_3, V_3$", "running max", "never in memory"]),
+    "bert_embeddings": ({}, ["token", "segment", "position", "$E_A$", "$E_B$", "$P_0$", "$P_6$", "[CLS]",
+                            "LayerNorm, dropout"]),
     "moe_routing": ({}, ["router", "expert 1 (an FFN)", "expert 3 (an FFN)", "empty", "dropped", "✗",
                         "capacity"]),
     "preference_pipeline": ({}, ["SFT (notebook 11)", "DPO", "GRPO", "reference $\\pi_{ref}$", "chosen $y_w$",
@@ -50,6 +52,7 @@ NOTEBOOKS = {
     "04_multihead": ["multihead_flow"],
     "07_transformer_block": ["post_ln_vs_pre_ln"],
     "08_encoder_decoder": ["encoder_decoder"],
+    "09_bert": ["bert_embeddings"],
     "10_gpt": ["kv_cache"],
     "11_modern_lm": ["gqa_groups", "rope_pairings"],
     "12_vit_moe": ["moe_routing"],
@@ -135,6 +138,15 @@ def test_moe_diagram_drops_what_exceeds_the_capacity():
         texts = "\n".join(_texts(fig))
         assert "$x_3$ chose expert 1, which is full" in texts
         assert texts.count("empty") == 1                         # expert 2 got one of its two slots
+    finally:
+        plt.close(fig)
+
+
+def test_bert_embeddings_splits_the_segments_after_n_first():
+    fig = diagrams.bert_embeddings(tokens=("[CLS]", "a", "[SEP]", "b", "[SEP]"), n_first=3)
+    try:
+        texts = _texts(fig)
+        assert texts.count("$E_A$") == 3 and texts.count("$E_B$") == 2
     finally:
         plt.close(fig)
 

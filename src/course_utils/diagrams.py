@@ -14,6 +14,8 @@ of :data:`ROLES` and the two helpers :func:`box` and :func:`arrow`.
 - :func:`kv_cache` -- notebook 10: what the cache stores and where the new query sits.
 - :func:`gqa_groups`, :func:`rope_pairings` -- notebook 11: grouped-query heads, and the
   interleaved and rotate-half pairings of RoPE.
+- :func:`bert_embeddings` -- notebook 09: BERT's input, token + segment + position embeddings
+  summed per position, then LayerNorm and dropout.
 - :func:`moe_routing` -- notebook 12: top-1 routing with a capacity, and a dropped token.
 - :func:`flash_tiles` -- notebook 13: the query-block x key-block grid of tiled attention, the
   running ``(m, l, o)`` state of one query block, and the causal tiles that are skipped.
@@ -43,6 +45,7 @@ __all__ = [
     "kv_cache",
     "gqa_groups",
     "rope_pairings",
+    "bert_embeddings",
     "moe_routing",
     "flash_tiles",
     "preference_pipeline",
@@ -527,6 +530,40 @@ def rope_pairings(head_dim: int = 8) -> Figure:
 
 
 # --------------------------------------------------------------------------- notebook 12
+def bert_embeddings(tokens: Sequence[str] = ("[CLS]", "my", "dog", "[SEP]", "it", "barks", "[SEP]"),
+                    n_first: int = 4) -> Figure:
+    """BERT's input: for each position t, the token embedding E[token_t], the segment embedding
+    (A for the first ``n_first`` tokens, [CLS] and the first [SEP] included, B after) and the learned
+    position embedding P[t] are summed, then LayerNorm and dropout give the encoder's input (T, d)."""
+    n = len(tokens)
+    fig, (ax,) = _canvas(1, (1.45 * n + 2.6, 6.2), (-2.3, 1.45 * n + 0.3), (-0.6, 7.6))
+    ax.set_title("BERT's input embeddings: three lookups summed per position", fontsize=11)
+    rows = [(6.6, "input", None), (5.3, "token", "encoder"), (4.1, "segment", "decoder"), (2.9, "position", "attention")]
+    for y, name, _ in rows:
+        _note(ax, -1.3, y, name, size=10)
+    _note(ax, -1.3, 1.55, "sum", size=10)
+    _note(ax, -1.3, 0.25, "encoder\ninput", size=10)
+    for t, tok in enumerate(tokens):
+        x = 1.45 * t + 0.7
+        box(ax, x, 6.6, 1.25, 0.6, tok, "neutral", fontsize=10)
+        arrow(ax, (x, 6.3), (x, 5.6))
+        box(ax, x, 5.3, 1.25, 0.6, f"$E_{{\\mathrm{{{tok.strip('[]')}}}}}$", "encoder", fontsize=9)
+        seg = "A" if t < n_first else "B"
+        box(ax, x, 4.1, 1.25, 0.6, f"$E_{seg}$", "decoder", fontsize=10)
+        box(ax, x, 2.9, 1.25, 0.6, f"$P_{t}$", "attention", fontsize=10)
+        for y0, y1 in ((6.3, 5.6), (5.0, 4.4), (3.8, 3.2)):
+            ax.text(x, (y0 + y1) / 2, "+" if y1 < 5 else "", ha="center", va="center", fontsize=12, color=INK)
+        arrow(ax, (x, 2.6), (x, 1.85))
+        ax.text(x, 1.55, "$\\oplus$", ha="center", va="center", fontsize=16, color=INK)
+        arrow(ax, (x, 1.25), (x, 0.6))
+    box(ax, 1.45 * (n - 1) / 2 + 0.7, 0.25, 1.45 * n - 0.2, 0.6,
+        "LayerNorm, dropout  ->  $(T, d)$, the first encoder block's input", "norm", fontsize=10)
+    _note(ax, 1.45 * (n - 1) / 2 + 0.7, 7.3, f"segment A: the first {n_first} tokens (up to the first [SEP]); "
+          "segment B: the rest; every table is learned", size=9)
+    fig.tight_layout()
+    return fig
+
+
 def moe_routing(choices: Sequence[int] = (0, 1, 0, 2, 1, 0), n_experts: int = 3, capacity_factor: float = 1.0) -> Figure:
     """Top-1 routing of len(choices) tokens to ``n_experts`` experts with
     capacity = ceil(capacity_factor * N * k / E) slots each: tokens are served in order, and an
