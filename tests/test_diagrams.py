@@ -38,6 +38,7 @@ EXPECTED = {
     "flash_tiles": ({}, ["skipped", "mask", "$Q_0$", "$K_3, V_3$", "running max", "never in memory"]),
     "bert_embeddings": ({}, ["token", "segment", "position", "$E_A$", "$E_B$", "$P_0$", "$P_6$", "[CLS]",
                             "LayerNorm, dropout"]),
+    "vit_patches": ({}, ["learned\n[CLS]", "$P_{0}$", "$P_{9}$", "patch 1\n$C p^2$", "encoder blocks", "+"]),
     "moe_routing": ({}, ["router", "expert 1 (an FFN)", "expert 3 (an FFN)", "empty", "dropped", "✗",
                         "capacity"]),
     "preference_pipeline": ({}, ["SFT (notebook 11)", "DPO", "GRPO", "reference $\\pi_{ref}$", "chosen $y_w$",
@@ -55,7 +56,7 @@ NOTEBOOKS = {
     "09_bert": ["bert_embeddings"],
     "10_gpt": ["kv_cache"],
     "11_modern_lm": ["gqa_groups", "rope_pairings"],
-    "12_vit_moe": ["moe_routing"],
+    "12_vit_moe": ["vit_patches", "moe_routing"],
     "13_attention_at_scale": ["flash_tiles"],
     "14_after_fine_tuning": ["preference_pipeline"],
 }

@@ -16,6 +16,8 @@ of :data:`ROLES` and the two helpers :func:`box` and :func:`arrow`.
   interleaved and rotate-half pairings of RoPE.
 - :func:`bert_embeddings` -- notebook 09: BERT's input, token + segment + position embeddings
   summed per position, then LayerNorm and dropout.
+- :func:`vit_patches` -- notebook 12: an image cut into patches, each flattened and projected by
+  one shared linear map, a learned [CLS] token in front, position embeddings added.
 - :func:`moe_routing` -- notebook 12: top-1 routing with a capacity, and a dropped token.
 - :func:`flash_tiles` -- notebook 13: the query-block x key-block grid of tiled attention, the
   running ``(m, l, o)`` state of one query block, and the causal tiles that are skipped.
@@ -46,6 +48,7 @@ __all__ = [
     "gqa_groups",
     "rope_pairings",
     "bert_embeddings",
+    "vit_patches",
     "moe_routing",
     "flash_tiles",
     "preference_pipeline",
@@ -560,6 +563,44 @@ def bert_embeddings(tokens: Sequence[str] = ("[CLS]", "my", "dog", "[SEP]", "it"
         "LayerNorm, dropout  ->  $(T, d)$, the first encoder block's input", "norm", fontsize=10)
     _note(ax, 1.45 * (n - 1) / 2 + 0.7, 7.3, f"segment A: the first {n_first} tokens (up to the first [SEP]); "
           "segment B: the rest; every table is learned", size=9)
+    fig.tight_layout()
+    return fig
+
+
+def vit_patches(grid: int = 3, shown: int = 4) -> Figure:
+    """ViT's input: an image cut into ``grid`` x ``grid`` patches of p x p pixels, in reading order;
+    each patch flattened to C p^2 numbers and mapped by one shared linear layer E to d; a learned
+    [CLS] vector in front; a learned position embedding added to each of the N + 1 tokens."""
+    n = grid * grid
+    fig, (ax,) = _canvas(1, (12.0, 5.6), (-0.3, 15.2), (-0.8, 6.4))
+    ax.set_title(f"ViT's input: {n} patches -> linear projection -> [CLS] in front -> + positions", fontsize=11)
+    cell = 0.8
+    for r in range(grid):
+        for c in range(grid):
+            k = r * grid + c
+            box(ax, 0.6 + c * cell, 4.6 - r * cell, cell * 0.92, cell * 0.92, str(k + 1), "neutral", fontsize=8)
+    _note(ax, 0.2 + grid * cell / 2, 1.9, "image $(C, H, W)$\ncut into $p \\times p$ patches", size=9)
+    arrow(ax, (0.4 + grid * cell, 4.2), (3.3, 4.2))
+    cols = ["[CLS]"] + [f"{k + 1}" for k in range(shown - 1)] + ["..."] + [f"{n}"]
+    for i, lab in enumerate(cols):
+        x = 4.2 + 1.7 * i
+        if lab == "...":
+            ax.text(x, 2.6, "...", ha="center", va="center", fontsize=14, color=INK)
+            continue
+        if lab == "[CLS]":
+            box(ax, x, 4.2, 1.4, 0.7, "learned\n[CLS]", "decoder", fontsize=9)
+        else:
+            box(ax, x, 5.3, 1.4, 0.6, f"patch {lab}\n$C p^2$", "neutral", fontsize=8)
+            arrow(ax, (x, 5.0), (x, 4.55))
+            box(ax, x, 4.2, 1.4, 0.7, f"$x_p^{{({lab})}} E^\\top$", "encoder", fontsize=10)
+        arrow(ax, (x, 3.85), (x, 3.25))
+        ax.text(x, 3.0, "+", ha="center", va="center", fontsize=13, color=INK)
+        pos = 0 if lab == "[CLS]" else int(lab)
+        box(ax, x, 2.3, 1.4, 0.6, f"$P_{{{pos}}}$", "attention", fontsize=10)
+        arrow(ax, (x, 2.0), (x, 1.2))
+    box(ax, 4.2 + 1.7 * (len(cols) - 1) / 2, 0.8, 1.7 * len(cols) - 0.2, 0.7,
+        f"encoder blocks: $N + 1 = {n + 1}$ tokens of width $d$; the classifier reads the [CLS] output", "norm", fontsize=10)
+    _note(ax, 10.0, 5.95, "one shared linear layer $E$ $(d, C p^2)$ for every patch (a convolution with stride $p$)", size=9)
     fig.tight_layout()
     return fig
 
