@@ -74,13 +74,6 @@ class GradingSettings:
         return env
 
 
-def sandbox_from_environment() -> bool:
-    """False only when the environment says ``COURSE_SANDBOX=off`` (the sandbox's own reading of it)."""
-    from course_grader.sandbox.bubblewrap import sandbox_enabled
-
-    return sandbox_enabled()
-
-
 @dataclass(frozen=True)
 class Course:
     """A course directory (nbgrader's root) and what grading needs to know about it.
@@ -113,11 +106,12 @@ class Course:
 
         ``profile``: default ``ci`` (:data:`GRADING_PROFILE`), whatever COURSE_PROFILE says;
         ``sandbox``: default on unless ``COURSE_SANDBOX=off``; ``wall_limit``: seconds per notebook on Dask."""
-        from course_grader.grading.gradebook import course_db_url, nbgrader_config
+        from course_grader.grading.gradebook import configured_db_url, nbgrader_config
+        from course_grader.sandbox.bubblewrap import sandbox_enabled  # the sandbox's own reading of COURSE_SANDBOX
 
         root = find_root() if root is None else Path(root).resolve()
         profile = profile or GRADING_PROFILE
-        sandbox = sandbox_from_environment() if sandbox is None else sandbox
+        sandbox = sandbox_enabled() if sandbox is None else sandbox
         with _ENVIRONMENT_LOCK:
             previous = os.environ.get("COURSE_PROFILE")
             os.environ["COURSE_PROFILE"] = profile  # nbgrader_config.py sizes its limits by the profile
@@ -125,7 +119,7 @@ class Course:
                 config = nbgrader_config(root)
                 timeout = config.Execute.timeout if "Execute" in config and "timeout" in config.Execute else None
                 settings = GradingSettings(profile, int(timeout) if timeout else None, sandbox, wall_limit)
-                return cls(root, course_db_url(root), settings, _directories(config))
+                return cls(root, configured_db_url(config, root), settings, _directories(config))
             finally:
                 if previous is None:
                     os.environ.pop("COURSE_PROFILE", None)

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from course_grader.course import STEPS, WALL_LIMIT, Course, GradingSettings
+from course_grader.course import STEPS, Course, GradingSettings
 from course_grader.grading.outcome import GradingRun, StudentResult, student_result
 from course_grader.grading.recording import write_tree as _write_tree
 
@@ -57,11 +57,9 @@ __all__ = [
     "execute_submission",
     "grade_on_dask",
     "journal_path",
-    "DEFAULT_WALL_LIMIT",
     "MAX_RESUBMITS",
 ]
 
-DEFAULT_WALL_LIMIT = WALL_LIMIT  # seconds per notebook, kernel start to last cell
 # How many times a submission whose task ended cancelled or lost (not errored) is submitted again
 # before it is reported failed: Dask's own bound for a task whose worker dies
 # (distributed.scheduler.allowed-failures, 3 by default). What cancels or loses a task comes from

@@ -16,11 +16,13 @@ import contextlib
 import functools
 import threading
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "AssignmentNotReleased",
     "nbgrader_config",
     "course_db_url",
+    "configured_db_url",
     "require_assignment",
     "copy_assignment_definition",
     "alembic_head",
@@ -107,9 +109,13 @@ def nbgrader_config(course_dir: Path):
 def course_db_url(course_dir: Path) -> str:
     """nbgrader's ``CourseDirectory.db_url`` for the course in ``course_dir``
     (default ``sqlite:///<root>/gradebook.db``)."""
+    return configured_db_url(nbgrader_config(course_dir), course_dir)
+
+
+def configured_db_url(config: Any, course_dir: Path) -> str:
+    """:func:`course_db_url` from a configuration already loaded by :func:`nbgrader_config`."""
     from nbgrader.coursedir import CourseDirectory
 
-    config = nbgrader_config(course_dir)
     with _CWD_LOCK, contextlib.chdir(Path(course_dir).resolve()):
         return CourseDirectory(config=config).db_url
 
