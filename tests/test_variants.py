@@ -427,6 +427,23 @@ def test_the_seed_goes_to_the_checker_never_to_the_kernel(tmp_path, monkeypatch)
     assert checker_environment(None, None, None) == {ENV_SEED: ""}
 
 
+@pytest.mark.parametrize("sandbox", [True, False])
+def test_nbgrader_and_an_unsandboxed_kernel_never_inherit_the_secret_or_a_seed(monkeypatch, sandbox):
+    """An unsandboxed kernel (``--no-sandbox``) inherits nbgrader's environment: the one place the
+    grader writes it leaves out the course secret and any seed, whatever the grader's shell holds."""
+    from course_grader.course import GRADER_SECRETS, GradingSettings
+    from course_grader.grading.runner import grading_env
+    from course_grader.grading.variants import SECRET_ENV
+
+    assert {SECRET_ENV, ENV_SEED} <= GRADER_SECRETS
+    monkeypatch.setenv(ENV_SEED, "ab" * 32)
+    monkeypatch.setenv(SECRET_ENV, "the secret")
+    env = grading_env(GradingSettings(sandbox=sandbox))
+    assert SECRET_ENV not in env and ENV_SEED not in env
+    assert not any("ab" * 32 in value or "the secret" in value for value in env.values())
+    assert env["COURSE_PROFILE"] == "ci" and (env.get("COURSE_SANDBOX") == "off") is not sandbox
+
+
 @pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")  # a curated mistake's K.T on 4-d inputs
 @pytest.mark.parametrize("assignment", sorted(TESTS))
 def test_curated_mistakes_are_rejected_in_every_variant(notebooks, assignment):

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from course_utils.layout import UnknownAssignment, find_root, select_assignments
 
-__all__ = ["BUILD_KINDS", "Course", "GRADING_PROFILE", "GradingSettings", "STEPS", "UnknownAssignment", "WALL_LIMIT"]
+__all__ = ["BUILD_KINDS", "Course", "GRADER_SECRETS", "GRADING_PROFILE", "GradingSettings", "STEPS", "UnknownAssignment", "WALL_LIMIT"]
 
 # The profile submissions are graded in unless the instructor says otherwise (`course grade --profile`):
 # the grading limits of nbgrader_config.py are sized for it, whatever COURSE_PROFILE says in the shell.
@@ -44,6 +44,11 @@ def _directories(config: Any) -> tuple[tuple[str, str], ...]:
     return tuple((step, str(section.get(f"{step}_directory", _nbgrader_default(step)))) for step in STEPS)
 
 
+# Never handed to nbgrader's processes nor the kernels they start (an unsandboxed kernel inherits
+# their environment): grading reads each student's stored variant seed, never the secret that made
+# it, and hands a seed to that student's checker only (grading.variants.checker_environment).
+GRADER_SECRETS = frozenset({"COURSE_VARIANT_SECRET", "COURSE_VARIANT_SEED"})  # variants.SECRET_ENV, ENV_SEED
+
 _ENVIRONMENT_LOCK = threading.Lock()  # the demo class opens its scratch courses from several threads
 
 
@@ -64,8 +69,9 @@ class GradingSettings:
     wall_limit: float | None = WALL_LIMIT
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """``base`` (a process's environment) with these settings written into it."""
-        env = dict(base)
+        """``base`` (a process's environment) with these settings written into it, and without the
+        course's secrets (:data:`GRADER_SECRETS`)."""
+        env = {name: value for name, value in base.items() if name not in GRADER_SECRETS}
         env["COURSE_PROFILE"] = self.profile  # the grading profile, whatever the shell says
         if self.sandbox:
             env.pop("COURSE_SANDBOX", None)
