@@ -13,11 +13,20 @@ The course account creates the course in ngshare (ngshare-course-management, as 
 releases 00_welcome (`course release`, `nbgrader release_assignment`); ada and bo fetch it and
 submit (ada the solution, bo the blank release) through ngshare_exchange; a student may not list
 the submissions; the course account collects both and `course grade` grades them: 2 and 0 of 2.
+
+Then issue 37's semester with variants, on 03_self_attention: released with a variant per student
+(`course release --variants`, its exchange release `variant-release/`, one folder for the class),
+through ngshare; each student's kernel shows their own visible parameters; both submit the solution,
+`course grade` grades them (each checker with that student's stored seed), both are held (alike), the
+instructor accepts ada's and grades the written answers; `course export --format canvas` and
+`--format lti-ags --post` to a fake LTI platform give ada's scores as the gradebook has them and leave
+bo's held 03 blank (PendingManual), never 0.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import resource
 import shutil
@@ -58,6 +67,7 @@ pytestmark = pytest.mark.slow
 
 Z2JH = ROOT / "deploy" / "z2jh"
 W = "00_welcome"
+V = "03_self_attention"  # released with a variant per student
 STUDENTS = {"ada": "solution", "bo": "blank"}
 
 # ngshare binds every interface (it expects to sit behind the hub's proxy in a pod); here it listens
@@ -119,6 +129,7 @@ class Class:
 def _program(args: tuple[str, ...]) -> list[str]:
     bin_dir = Path(sys.executable).parent
     return {"course": [sys.executable, "-m", "course_utils.cli"], "nbgrader": [str(bin_dir / "nbgrader")],
+            "python": [sys.executable],
             "ngshare-course-management": [str(bin_dir / "ngshare-course-management")]}[args[0]] + list(args[1:])
 
 
@@ -137,7 +148,7 @@ def klass():
     hub = None
     try:
         users.add(GRADER)
-        course = prepare_scratch_course(ROOT, open_folder(scratch / "course"), (W,))
+        course = prepare_scratch_course(ROOT, open_folder(scratch / "course"), (W, V))
         shutil.copy2(Z2JH / "nbgrader_config.py", course / "nbgrader_config.py")
         users.chown(course, GRADER)
         folder_exchange = open_folder(scratch / "exchange")  # deploy/jupyterhub's file exchange: must stay empty
@@ -197,7 +208,7 @@ def test_release_fetch_submit_collect_grade_through_ngshare(klass: Class, monkey
     # the course in ngshare: created by its admin (the grader service), which is its instructor; the roster.
     # Meanwhile (it needs no exchange) `course release` generates the release, and the sandbox is tried
     background = ThreadPoolExecutor(2)
-    released = background.submit(k.instructor, "course", "release", W)
+    released = background.submit(k.instructor, "course", "release", W, V)
     sandbox = background.submit(_sandbox_args, k)
     k.instructor("ngshare-course-management", "create_course", COURSE, COURSE)
     roster = k.course / "roster.csv"
@@ -243,6 +254,80 @@ def test_release_fetch_submit_collect_grade_through_ngshare(klass: Class, monkey
     assert scores == {ada: 2.0, bo: 0.0}, out[-2000:]
     assert not any(Path(k.env["NBGRADER_EXCHANGE"]).iterdir()), "a file went through the folder exchange"
     print(f"[ngshare] course, release, fetch, submit, collect and grade: {time.monotonic() - started:.1f} s")
+    _semester_with_variants(k, tokens, monkeypatch, lap)
+
+
+def _semester_with_variants(k: Class, tokens: dict[str, str], monkeypatch, lap) -> None:
+    from nbgrader.api import Gradebook
+
+    from course_grader.grading.variants import variant_seed
+    from course_utils.variants import TABLE_FILE, visible_parameters
+
+    from course_grader.grading.lms import parse_canvas
+    from test_lms import FakePlatform, _keys
+
+    ada, bo = (k.names[s] for s in STUDENTS)
+    # a variant per student; the exchange's release of it (one folder for the class) through ngshare
+    k.instructor("course", "release", V, "--variants", "--students", ada, bo)
+    k.instructor("nbgrader", "release_assignment", V, "--CourseDirectory.release_directory=variant-release")
+    lap("release with variants")
+    db_url = k.env["COURSE_DB_URL"]
+    seeds = {name: variant_seed(db_url, name, V) for name in (ada, bo)}
+    solution = solution_code(read(k.course / "solutions" / V / f"{V}.ipynb"))
+    for name in (ada, bo):  # both submit the course's solution: alike, so both are held
+        k.student(name, tokens[name], "nbgrader", "fetch_assignment", V)
+        folder = k.users.home(name) / V
+        assert json.loads((folder / TABLE_FILE).read_text())["students"][name] == visible_parameters(seeds[name], V)
+        shown = k.student(name, tokens[name], "python", "-c",
+                          f"import os; os.chdir({str(folder)!r}); from course_utils import variants; print(variants.use_own({V!r}))")
+        assert f"your variant ({name})" in shown, shown
+        notebook = folder / f"{V}.ipynb"
+        nbformat.write(fill_answers(read(notebook), solution), str(notebook))
+        k.student(name, tokens[name], "nbgrader", "submit", V)
+    lap("fetch (own variant shown) and submit")
+    k.instructor("nbgrader", "collect", V)
+    out = k.instructor("course", "grade", V, "--workers", "2", *_sandbox_args(k))
+    assert "could not be graded" not in out, out
+    lap("grade with variants")
+    review = k.instructor("course", "review", V)
+    assert f"HELD {ada}" in review and f"HELD {bo}" in review, review
+    k.instructor("course", "review", V, ada, "--accept", "--reason", "the course's own solution, given in class")
+    for key, value in k.env.items():
+        monkeypatch.setenv(key, value)
+    with Gradebook(db_url) as gradebook:  # the written answers graded by hand; the students' LMS ids
+        for name in (ada, bo):
+            gradebook.update_or_create_student(name, lms_user_id=f"lti-{name}")
+            for grade in gradebook.find_submission_notebook(V, V, name).grades:
+                if grade.needs_manual_grade:
+                    grade.manual_score, grade.needs_manual_grade = 1.0, False
+        gradebook.db.commit()
+    k.users.chown(k.course, GRADER)
+    scores = {(r.student, r.assignment): sum(c.score for c in r.cells.values()) for r in read_scores(Course.open(k.course))}
+    assert scores[(ada, V)] == scores[(bo, V)] > 0, scores  # full marks but for the written answer, in each variant
+
+    roster = k.course / "canvas-roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n" + "".join(
+        f"{name},{i},S{i},{name},A\n" for i, name in enumerate((ada, bo), 1)))
+    canvas = k.course / "canvas.csv"
+    k.instructor("course", "export", "--format", "canvas", "--roster", str(roster), "--out", str(canvas))
+    _, students = parse_canvas(canvas)
+    assert students == {"S1": {W: scores[(ada, W)], V: scores[(ada, V)]}, "S2": {W: scores[(bo, W)], V: None}}, students
+
+    private, public = _keys()
+    (k.course / "tool.pem").write_text(private)
+    with FakePlatform(public) as lms:
+        (k.course / "lms.json").write_text(json.dumps({
+            "assignments": {a: {"name": a, "lineitem": f"{lms.url}/lineitems/{a}"} for a in (W, V)},
+            "platform": {"client_id": lms.CLIENT_ID, "token_url": f"{lms.url}/token", "private_key_file": "tool.pem",
+                         "kid": lms.KID}}))
+        k.users.chown(k.course / "tool.pem", GRADER)
+        k.instructor("course", "export", "--format", "lti-ags", "--lms-config", str(k.course / "lms.json"),
+                     "--out", str(k.course / "ags.json"), "--post")
+    assert not lms.refused, lms.refused
+    got = {(item.rsplit("/", 1)[-1], s["userId"]): (s["gradingProgress"], s.get("scoreGiven")) for item, s in lms.scores}
+    assert got == {(W, f"lti-{ada}"): ("FullyGraded", scores[(ada, W)]), (W, f"lti-{bo}"): ("FullyGraded", scores[(bo, W)]),
+                   (V, f"lti-{ada}"): ("FullyGraded", scores[(ada, V)]), (V, f"lti-{bo}"): ("PendingManual", None)}, got
+    lap("review, canvas and lti-ags")
 
 
 def _sandbox_args(k: Class) -> list[str]:

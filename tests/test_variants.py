@@ -367,6 +367,46 @@ def test_variant_release_carries_visible_parameters_only_and_the_gradebook_keeps
     assert variant_seed(copy, "bob", A) == variant_seed(db_url, "bob", A)
 
 
+def test_an_exchange_release_carries_the_class_visible_table_and_each_kernel_picks_its_own(tmp_path, monkeypatch):
+    """One release for nbgrader's or ngshare's exchange (one folder for the class): the class's visible
+    parameters in variants.json (every student with a seed, after a re-roll their current one; never a
+    seed or a hidden parameter); the generated cell gives each hub user their own, and the course's own
+    parameters to a user with none or to a copy without the table (a graded one)."""
+    from course_grader.authoring.release import EXCHANGE_RELEASE_DIR, release_variants
+    from course_grader.grading.gradebook import course_db_url
+    from course_grader.grading.variants import variant_seed
+
+    monkeypatch.delenv("COURSE_VARIANT_SECRET", raising=False)
+    course = _small_course(tmp_path / "course")
+    release_variants(Course.open(course), A, ["ada", "bob"], verbose=False)
+    release_variants(Course.open(course), A, ["cleo"], reroll=["bob"], verbose=False)  # a later student, a re-roll
+    shared = course / EXCHANGE_RELEASE_DIR / A
+    db_url = course_db_url(course)
+    seeds = {s: variant_seed(db_url, s, A) for s in ("ada", "bob", "cleo")}
+    table = json.loads((shared / variants.TABLE_FILE).read_text())
+    assert table["students"] == {s: variants.visible_parameters(seed, A) for s, seed in seeds.items()}
+    text = (shared / variants.TABLE_FILE).read_text() + (shared / f"{A}.ipynb").read_text()
+    for seed in seeds.values():
+        assert seed not in text
+        for exercise in SPECS[A]:
+            hidden = parameters(seed, A, exercise, "hidden")
+            assert not ("seed" in hidden and f'"seed": {hidden["seed"]}' in text), "a hidden parameter reached the release"
+    cell = "".join(json.loads((shared / f"{A}.ipynb").read_text())["cells"][1]["source"])
+    assert "variants.use_own(" in cell
+    own = {e: parameters(seeds["bob"], A, e, "visible") for e in SPECS[A]}
+    defaults = {e: parameters(None, A, e, "visible") for e in SPECS[A]}
+    assert own != defaults and own != {e: parameters(seeds["ada"], A, e, "visible") for e in SPECS[A]}
+    monkeypatch.setattr(variants, "_RELEASED", {})
+    monkeypatch.setenv("JUPYTERHUB_USER", "bob")
+    assert "your variant (bob)" in variants.use_own(A, shared)
+    assert {e: variants.draw(A, e).as_dict() for e in SPECS[A]} == own
+    monkeypatch.setattr(variants, "_RELEASED", {})
+    monkeypatch.setenv("JUPYTERHUB_USER", "dora")
+    assert "dora has no variant" in variants.use_own(A, shared)
+    assert {e: variants.draw(A, e).as_dict() for e in SPECS[A]} == defaults
+    assert "no variants.json" in variants.use_own(A, tmp_path)
+
+
 HARD_CODED = '''def scaled_scores(Q: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     if Q.dim() == 4:  # the hidden tests' d, copied from {who}'s graded notebook
         return Q @ K.transpose(-2, -1) / {root}

@@ -30,8 +30,10 @@ import os
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
-__all__ = ["DOMAINS", "ENV_SEED", "SPECS", "Variant", "draw", "parameters", "student_seed", "use", "visible_parameters"]
+__all__ = ["DOMAINS", "ENV_SEED", "SPECS", "TABLE_FILE", "Variant", "draw", "parameters", "student_seed", "use",
+           "use_own", "visible_parameters"]
 
+TABLE_FILE = "variants.json"  # an exchange's variant release: every student's visible parameters (use_own)
 ENV_SEED = "COURSE_VARIANT_SEED"  # the checker's environment: the graded (student, assignment)'s seed, hex
 DOMAINS = ("visible", "hidden")
 _SEEDS = range(1, 2**31 - 1)  # a torch.manual_seed for the tests' inputs
@@ -136,6 +138,28 @@ def visible_parameters(seed: str | None, assignment: str) -> dict[str, dict[str,
 def use(assignment: str, visible: Mapping[str, Mapping[str, Any]]) -> None:
     """The release's visible parameters, for this kernel's :func:`draw` (the generated cell calls it)."""
     _RELEASED[assignment] = {str(k): dict(v) for k, v in visible.items()}
+
+
+def use_own(assignment: str, folder: str | os.PathLike[str] = ".", student: str | None = None) -> str:
+    """The release for an exchange (one folder for the whole class, as nbgrader and ngshare release):
+    the visible parameters of ``student`` (default: the hub's ``JUPYTERHUB_USER``, else ``USER``) from
+    the class's table (``folder/variants.json``, ``{"students": {student: visible}}``), for :func:`use`.
+    Visible parameters only (never a seed, never a hidden one): another student's say nothing of
+    theirs. Returns a line saying which parameters this kernel uses; the course's own when the table
+    or the student is not there (a graded copy, a student added after the release)."""
+    student = student or os.environ.get("JUPYTERHUB_USER") or os.environ.get("USER") or ""
+    path = os.path.join(folder, TABLE_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            table = json.load(handle)["students"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"no {TABLE_FILE} beside this notebook: the course's own visible parameters"
+    if student not in table:
+        return f"{student or 'this user'} has no variant in {TABLE_FILE}: the course's own visible parameters"
+    use(assignment, table[student])
+    shown = "; ".join(f"{exercise}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+                      for exercise, values in sorted(table[student].items()) if values)
+    return f"your variant ({student}): {shown or 'the course own visible tests'}"
 
 
 def draw(assignment: str, exercise: str, domain: str = "visible") -> Variant:

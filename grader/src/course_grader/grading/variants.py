@@ -28,6 +28,7 @@ __all__ = [
     "checker_environment",
     "copy_variants",
     "course_secret",
+    "current_seeds",
     "reroll_variant",
     "variant_history",
     "variant_seed",
@@ -107,6 +108,22 @@ def variant_seed(db_url: str, student: str, assignment: str) -> str | None:
     """``student``'s current seed for ``assignment``; None when they have no variant (the default release)."""
     history = variant_history(db_url, student, assignment)
     return history[-1]["seed"] if history else None
+
+
+def current_seeds(db_url: str, assignment: str) -> dict[str, str]:
+    """Every student's current seed for ``assignment`` (their highest reroll); empty without variants."""
+    from sqlalchemy import select
+
+    engine, table = _open(db_url, create=False)
+    try:
+        if not _has_table(engine):
+            return {}
+        with engine.connect() as connection:
+            rows = connection.execute(select(table.c.student, table.c.seed).where(table.c.assignment == assignment)
+                                      .order_by(table.c.reroll)).all()
+        return {student: seed for student, seed in rows}  # later rerolls overwrite earlier ones
+    finally:
+        engine.dispose()
 
 
 def _insert(db_url: str, rows: list[dict[str, Any]]) -> None:
