@@ -113,6 +113,8 @@ def main() -> int:
     parser.add_argument("--assignments", nargs="*", default=None,
                         help="--part ratio: the notebooks to time (default: every assignment)")
     parser.add_argument("--ratio-repeats", type=int, default=3, help="--part ratio: interleaved rounds")
+    parser.add_argument("--ratio-class", type=int, default=2,
+                        help="--part ratio: also grade a class of N solution submissions in one command (the cost of each notebook after the first)")
     parser.add_argument("--sim-students", type=int, default=1000)
     parser.add_argument("--sim-seconds", type=float, default=120.0, help="wall time of each simulated run (scaled)")
     parser.add_argument("--quick", action="store_true", help="6 students, 1 sandbox repeat, 30 s simulations")
@@ -415,19 +417,23 @@ def ratio_part(args: argparse.Namespace) -> None:
 
     names = args.assignments or assignments(ROOT)
     course_bin = str(Path(sys.executable).with_name("course"))
-    times: dict[str, dict[str, list[float]]] = {n: {"execute": [], "grade": []} for n in names}
+    times: dict[str, dict[str, list[float]]] = {n: {"execute": [], "grade": [], "class": []} for n in names}
     # where the graded run's execute step spent its time (the autograded notebook's course_grade.seconds)
     parts: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     with tempfile.TemporaryDirectory(prefix="bench-ratio-") as scratch:
-        course = Path(scratch) / "course"
-        prepare_scratch_course(ROOT, course, names)
-        generate_release(Course.open(course), names, verbose=False)
-        for name in names:
-            write_submissions(Course.open(course), name, [DemoStudent("ada-solutions", "solution")])
+        course, klass = Path(scratch) / "course", Path(scratch) / "class"
+        class_size = max(args.ratio_class, 1)
+        for folder, size in ((course, 1), (klass, class_size)):  # one submission; a class of them
+            if folder == klass and class_size == 1:
+                continue
+            prepare_scratch_course(ROOT, folder, names)
+            generate_release(Course.open(folder), names, verbose=False)
+            for name in names:
+                write_submissions(Course.open(folder), name, [DemoStudent(f"s{i}-solutions", "solution") for i in range(size)])
 
-        def timed(*command: str) -> float:
+        def timed(*command: str, where: Path = course) -> float:
             started = time.perf_counter()
-            run = subprocess.run([course_bin, *command], cwd=course, capture_output=True, text=True)
+            run = subprocess.run([course_bin, *command], cwd=where, capture_output=True, text=True)
             if run.returncode:
                 raise SystemExit(f"course {' '.join(command)} failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
             return time.perf_counter() - started
@@ -436,7 +442,9 @@ def ratio_part(args: argparse.Namespace) -> None:
             for name in names:  # the two alternate, so a noisy neighbour slows both alike
                 times[name]["execute"].append(timed("execute", name, "--profile", "ci"))
                 times[name]["grade"].append(timed("grade", name, "--workers", "1"))
-                graded = json.loads((course / "autograded" / "ada-solutions" / name / f"{name}.ipynb").read_text())
+                if class_size > 1:
+                    times[name]["class"].append(timed("grade", name, "--workers", "1", where=klass))
+                graded = json.loads((course / "autograded" / "s0-solutions" / name / f"{name}.ipynb").read_text())
                 for part, seconds in graded["metadata"].get("course_grade", {}).get("seconds", {}).items():
                     parts[name].setdefault(part, []).append(float(seconds))
                 print(f"round {round_ + 1}: {name} execute {times[name]['execute'][-1]:.1f} s, "
@@ -452,16 +460,21 @@ def ratio_part(args: argparse.Namespace) -> None:
              "(the checker's start (a fork) and the variant lookup, the sandboxed kernel's start, answer cells, test cells "
              "with the checker, the kernel's stop with its sandbox and cgroup); *outside* is the grade command's time around that step (its own start, "
              "Course.open, the submissions' inspection, nbgrader's process start and imports, the checker's fork "
-             "server, recording, views).", "",
-             "| notebook | execute (s) | grade (s) | grade / execute | target met | checker start | kernel start | "
-             "answer cells | test cells | kernel stop | execute step | outside |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "server, recording, views). *Each further notebook*: a class of "
+             f"{class_size} solution submissions graded by one `course grade NAME --workers 1`, less the one-submission "
+             f"grade, over {class_size - 1}: what each notebook after the first costs when a class is graded (the command's "
+             "own start, Course.open and nbgrader's process are paid once per command, not per notebook).", "",
+             "| notebook | execute (s) | grade (s) | grade / execute | target met | each further notebook (s) | "
+             "further / execute | checker start | kernel start | answer cells | test cells | kernel stop | execute step | outside |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in names:
         execute, grade = statistics.median(times[name]["execute"]), statistics.median(times[name]["grade"])
         part = {key: statistics.median(values) for key, values in parts[name].items()}
         step = part.get("execute", float("nan"))
+        further = ((statistics.median(times[name]["class"]) - grade) / (class_size - 1)
+                   if times[name]["class"] else float("nan"))
         lines.append(f"| {name} | {execute:.1f} | {grade:.1f} | {grade / execute:.2f} | "
-                     f"{'yes' if grade <= 1.25 * execute else 'no'} | "
+                     f"{'yes' if grade <= 1.25 * execute else 'no'} | {further:.1f} | {further / execute:.2f} | "
                      + " | ".join(f"{part.get(key, float('nan')):.1f}" for key in
                                   ("checker_start", "kernel_start", "answer_cells", "test_cells", "kernel_stop"))
                      + f" | {step:.1f} | {grade - step:.1f} |")
