@@ -124,6 +124,58 @@ def test_a_missing_cell_says_so():
     assert "cell not found in the submission" in page and CPU_LINE not in page
 
 
+def test_the_view_shows_the_model_answer_and_the_rubric():
+    """Issue 34 item 8: the model answer (the solution's written cell, never in the student's release)
+    and the points rubric beside the student's answer; a cell's own rubric replaces the default."""
+    question = written_questions(_source(M))[0]
+    model_line = next(line for line in question.model_answer.splitlines() if len(line.strip()) > 30)
+    assert model_line not in nbformat.writes(_release(M)), "the model answer is in the release"
+    page = render_view(M, "ada", _source(M), _student_run(M, CPU_LINE))
+    assert html.escape(model_line) in page and "The model answer" in page
+    assert f"Rubric ({question.points:g} points)" in page and "own printed numbers" in page
+    source = _source(M)
+    for cell in source.cells:
+        if nbgrader_meta(cell).get("grade_id") == question.grade_id:
+            cell.metadata.setdefault("course", {})["rubric"] = [[2, "names the NaN row and why"], [0, "anything else"]]
+    page = render_view(M, "ada", source, _student_run(M, CPU_LINE))
+    assert "names the NaN row and why" in page and "own printed numbers" not in page
+
+
+@pytest.mark.parametrize("run, answer, flagged", [
+    ("device: cpu (1 thread) | torch 2.13.0 | profile: ci (COURSE_PROFILE) | seed: 0", "My numbers.", True),
+    ("device: cpu (2 threads) | torch 2.13.0 | profile: cpu | seed: 0", "My numbers.", False),
+    ("device: cuda | torch 2.13.0 | profile: gpu | seed: 0", "", False),
+    ("", "device: cpu | profile: ci | seed: 0\nMy numbers.", True),    # only the header pasted in the answer
+    ("", "My numbers.", True),                                          # no profile anywhere: said so
+])
+def test_a_run_in_a_smaller_profile_than_the_question_asks_is_flagged(run, answer, flagged):
+    """01's written question asks for the `cpu` profile or larger: a ci run (from the setup line, or the
+    header pasted in the answer) is flagged, a cpu or gpu run is not; a question asking for none never is."""
+    from course_grader.grading.manual_view import profile_warning
+
+    (question,) = written_questions(_source("01_rnn_bottleneck"))
+    assert question.profile == "cpu"
+    warning = profile_warning(question, run, answer)
+    assert bool(warning) is flagged, warning
+    if flagged and run:
+        assert "the ci profile" in warning
+    (other,) = written_questions(_source("03_self_attention"))
+    assert other.profile is None and profile_warning(other, run, answer) == ""
+    nb = _student_run("01_rnn_bottleneck", CPU_LINE)
+    if run:
+        nb.cells.insert(0, nbformat.v4.new_code_cell("setup()", outputs=[nbformat.v4.new_output("stream", name="stdout", text=run + "\n")]))
+    for cell in nb.cells:
+        if _is_written_cell(cell):
+            cell.source = answer
+    page = render_view("01_rnn_bottleneck", "ada", _source("01_rnn_bottleneck"), nb)
+    assert ("class=warn" in page) is flagged
+
+
+def _is_written_cell(cell) -> bool:
+    meta = nbgrader_meta(cell)
+    return cell.cell_type == "markdown" and bool(meta.get("solution")) and bool(meta.get("grade"))
+
+
 def _executed_in_the_cpu_profile(nb: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode:
     """What the student's own run leaves in the notebook: executed top to bottom, cpu profile."""
     from nbclient import NotebookClient

@@ -10,6 +10,12 @@ Which cells a question is about: the code cells listed in the written-answer cel
 question's section after its last test cell (where the notebook prints what the question asks
 for). Cells are found in the submission by id, else by their source.
 
+Beside each answer: the model answer (the written cell of ``solutions/``), the points and the rubric
+(the cell's ``metadata.course.rubric``, ``[[points, "what earns them"], ...]``, else three levels
+from the points), and a warning when the run is in a smaller profile than the question asks for
+(``metadata.course.profile``, else the prompt's "the `cpu` profile or larger"; profiles ordered
+ci < cpu < gpu), read from the run's setup line and from the header the answer pastes.
+
 Only plain text and PNG/JPEG images are shown: a submission is untrusted, so its HTML and
 JavaScript outputs are shown as text. Test cells are never shown (their outputs may carry
 checker messages), and nothing is read from the autograded copy.
@@ -32,10 +38,14 @@ from course_utils.cells import nbgrader_meta, read
 if TYPE_CHECKING:
     from course_grader.course import Course
 
-__all__ = ["WrittenQuestion", "written_questions", "view_path", "write_view", "write_views"]
+__all__ = ["PROFILE_ORDER", "WrittenQuestion", "profile_warning", "written_questions", "view_path", "write_view",
+           "write_views"]
 
 _HEADING = re.compile(r"#{1,2} ")
 _RUN_HEADER = re.compile(r"seed:|profile", re.IGNORECASE)
+_PROFILE_IN_HEADER = re.compile(r"profile:\s*(\w+)")
+_ASKED_PROFILE = re.compile(r"`(ci|cpu|gpu)` profile or larger")
+PROFILE_ORDER = ("ci", "cpu", "gpu")  # smaller to larger: a run in a larger profile than asked is fine
 
 
 @dataclass
@@ -44,6 +54,19 @@ class WrittenQuestion:
     points: float
     prompt: str                 # the markdown just above the answer cell (the question itself)
     run_cells: list[tuple[str, str]]  # (cell id, source) of the cells whose outputs the answer uses
+    model_answer: str = ""      # the written cell of solutions/ (the release has the stub instead)
+    rubric: list[tuple[float, str]] | None = None  # the cell's metadata.course.rubric; None: the default
+    profile: str | None = None  # the smallest profile the question's numbers must come from; None: any
+
+    def rubric_levels(self) -> list[tuple[float, str]]:
+        """The rubric: the cell's own, else full / half / none of the points."""
+        if self.rubric:
+            return self.rubric
+        return [(self.points, "the reasoning uses the student's own printed numbers and reaches the model answer's "
+                              "conclusion (or a different one the numbers support)"),
+                (self.points / 2, "part of it: the conclusion without the numbers that show it, or the numbers "
+                                  "without the reasoning"),
+                (0.0, "no answer, or one the printed numbers contradict")]
 
 
 def _is_test(cell: NotebookNode) -> bool:
@@ -74,8 +97,12 @@ def written_questions(source_nb: NotebookNode) -> list[WrittenQuestion]:
             chosen = [c for c in cells[after_test + 1:index] if c.cell_type == "code" and not nbgrader_meta(c)]
         prompt = cells[index - 1].source if index and cells[index - 1].cell_type == "markdown" else ""
         meta = nbgrader_meta(cell)
+        course = cell.metadata.get("course", {})
+        asked = _ASKED_PROFILE.search(prompt)
+        rubric = [(float(points), str(text)) for points, text in course.get("rubric", [])] or None
         questions.append(WrittenQuestion(str(meta.get("grade_id")), float(meta.get("points", 0) or 0), prompt,
-                                         [(str(c.get("id", "")), c.source) for c in chosen]))
+                                         [(str(c.get("id", "")), c.source) for c in chosen], cell.source, rubric,
+                                         course.get("profile") or (asked.group(1) if asked else None)))
     return questions
 
 
@@ -118,6 +145,22 @@ def _run_header(submission: NotebookNode) -> str:
     return ""
 
 
+def profile_warning(question: WrittenQuestion, header: str, answer: str | None) -> str:
+    """A line when the run the answer draws on is in a smaller profile than the question asks for
+    (from the setup line the notebook printed, and from a header pasted in the answer); '' otherwise."""
+    if question.profile not in PROFILE_ORDER:
+        return ""
+    runs = {m.group(1) for text in (header, answer or "") for m in _PROFILE_IN_HEADER.finditer(text)}
+    if not runs:
+        return (f"This question asks for the {question.profile} profile or larger; neither the submitted run nor "
+                "the answer says which profile its numbers came from.")
+    smaller = sorted(p for p in runs if p in PROFILE_ORDER and PROFILE_ORDER.index(p) < PROFILE_ORDER.index(question.profile))
+    if smaller:
+        return (f"This question asks for the {question.profile} profile or larger; the submission's run was in the "
+                f"{' and '.join(smaller)} profile: its numbers are not the ones the question discusses.")
+    return ""
+
+
 def view_path(course: Course, assignment: str, student: str) -> Path:
     return course.build_dir("manual") / assignment / f"{student}.html"
 
@@ -129,7 +172,10 @@ _STYLE = """body{font-family:sans-serif;max-width:60em;margin:2em auto;line-heig
 .run h4{color:#b60;margin:.2em 0}
 pre{background:#f6f6f6;padding:.4em;overflow-x:auto}
 img{max-width:100%}
-.none,.error{color:#a00}"""
+.none,.error{color:#a00}
+.model{background:#f3fbf3;border-left:4px solid #484;padding:.5em 1em;white-space:pre-wrap}
+.warn{background:#fff3e0;border:1px solid #b60;padding:.4em 1em;font-weight:bold}
+table.rubric td{padding:.2em .6em;vertical-align:top}"""
 
 
 def render_view(assignment: str, student: str, source_nb: NotebookNode, submission: NotebookNode) -> str:
@@ -146,7 +192,13 @@ def render_view(assignment: str, student: str, source_nb: NotebookNode, submissi
         body.append(f"<div class=q><h2>{html.escape(q.grade_id)} ({q.points:g} points)</h2>")
         body.append(f"<details><summary>the question</summary><pre>{html.escape(q.prompt)}</pre></details>")
         answer = answers.get(q.grade_id)
+        warning = profile_warning(q, header, answer)
+        if warning:
+            body.append(f"<p class=warn>{html.escape(warning)}</p>")
         body.append(f"<h3>The answer</h3><div class=answer>{html.escape(answer) if answer is not None else '(no answer cell)'}</div>")
+        body.append(f"<h3>The model answer</h3><div class=model>{html.escape(q.model_answer) or '(none in the source)'}</div>")
+        rows = "".join(f"<tr><td>{points:g}</td><td>{html.escape(text)}</td></tr>" for points, text in q.rubric_levels())
+        body.append(f"<h3>Rubric ({q.points:g} points)</h3><table class=rubric>{rows}</table>")
         for cell_id, source in q.run_cells:
             found = _find(submission, cell_id, source)
             first = source.strip().splitlines()[0] if source.strip() else ""
