@@ -361,6 +361,26 @@ def test_held_submissions_listed_exported_and_decided(moe_class, capsys):
     assert "1 held, 2 decided" in out and "decided twin-b: zero: 0 / 16, by prof" in out
 
 
+def test_the_class_comparison_is_computed_once_and_again_when_a_submission_changes(moe_class, monkeypatch):
+    """Issue 35: the similarity evidence is computed once (by `course grade`'s review) and saved; review,
+    export and the LMS exports read it back; a changed submission (or threshold) computes it again."""
+    course = Course.open(moe_class)
+    first = review_submissions(course, [MOE])
+    assert similarity.saved_comparison_path(course, MOE).is_file()
+    computed = []
+    real = similarity.compare_class
+    monkeypatch.setattr(similarity, "compare_class", lambda *a, **k: computed.append(a) or real(*a, **k))
+    assert review_submissions(course, [MOE]) == first and computed == [], "computed again with nothing changed"
+    twin_b = moe_class / "submitted" / "twin-b" / MOE / f"{MOE}.ipynb"
+    honest = read(moe_class / "submitted" / "honest" / MOE / f"{MOE}.ipynb")
+    nbformat.write(honest, str(twin_b))  # twin-b resubmits honest's work: twin-a alone, honest and twin-b alike
+    again = review_submissions(course, [MOE])
+    assert len(computed) == 1
+    assert again != first and any(p.involves("honest") for p in again[(MOE, "twin-b")].similar), again
+    review_submissions(course, [MOE], threshold=0.99)
+    assert len(computed) == 2, "another threshold is another comparison"
+
+
 def test_feedback_skips_held_submissions(moe_class, monkeypatch, capsys):
     from course_grader.grading import runner
 

@@ -35,7 +35,7 @@ from course_grader.grading.similarity import (
     THRESHOLD,
     ClassComparison,
     Pair,
-    compare_class,
+    compare_class_saved,
     write_similarity_csv,
 )
 
@@ -268,7 +268,7 @@ def review_submissions(
         if assignment in names and found:
             get((assignment, student)).flags = list(found)
     for assignment in names:
-        comparison = compare_class(course, assignment, threshold=threshold)
+        comparison = compare_class_saved(course, assignment, threshold=threshold)  # computed once per class state
         if comparisons is not None:
             comparisons[assignment] = comparison
         if csv_dir is not None:

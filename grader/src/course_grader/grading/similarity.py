@@ -87,7 +87,7 @@ import inspect
 import re
 import textwrap
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
@@ -117,6 +117,8 @@ __all__ = [
     "reference_sources",
     "compare_answers",
     "compare_class",
+    "compare_class_saved",
+    "saved_comparison_path",
     "write_similarity_csv",
     "calibration",
 ]
@@ -650,6 +652,60 @@ def compare_class(course: Course, assignment: str, students: Iterable[str] | Non
             references.update({_cell_key(sources, name, g): r for g, r in reference_sources(nb, only).items()})
     solutions = {_cell_key(sources, name, g): src for name, nb in sources.items() for g, src in answer_sources(nb).items()}
     return compare_answers(assignment, answers, stubs, references, threshold, solutions)
+
+
+def _inputs_key(course: Course, assignment: str, threshold: float) -> str:
+    """What a class comparison depends on: the threshold, this module, ``course_utils`` (the references),
+    the source notebooks and every submitted notebook of the assignment (their contents); a hash of them."""
+    import hashlib
+    import json
+
+    files = sorted(course.path("source", assignment=assignment).glob("*.ipynb"))
+    submitted = course.path("submitted")
+    if submitted.is_dir():
+        files += sorted(submitted.glob(f"*/{assignment}/*.ipynb"))
+    import course_utils
+
+    package = sorted(Path(course_utils.__file__).parent.rglob("*.py"))  # the references' sources
+    stats: list[list[object]] = []
+    for path in [Path(__file__), *package]:
+        stat = path.stat()
+        stats.append([str(path), stat.st_size, stat.st_mtime_ns])
+    for path in files:  # contents, not times: two writes within one clock tick have the same time
+        try:
+            stats.append([str(path), hashlib.sha256(path.read_bytes()).hexdigest()])
+        except OSError:
+            continue
+    return hashlib.sha256(json.dumps([assignment, threshold, stats]).encode()).hexdigest()
+
+
+def saved_comparison_path(course: Course, assignment: str) -> Path:
+    return course.build_dir("flags") / f"{assignment}-similarity.json"
+
+
+def compare_class_saved(course: Course, assignment: str, threshold: float = THRESHOLD) -> ClassComparison:
+    """:func:`compare_class` of the whole class, computed once and saved
+    (``build/flags/<assignment>-similarity.json``): read back while no submitted notebook, source
+    notebook, threshold or this module has changed since (`course grade` computes it; `course review`,
+    `course export` and the LMS exports then read it), computed and saved again otherwise."""
+    import json
+
+    key = _inputs_key(course, assignment, threshold)
+    path = saved_comparison_path(course, assignment)
+    try:
+        saved = json.loads(path.read_text())
+        if saved.get("key") == key:
+            data = saved["comparison"]
+            return ClassComparison(data["assignment"], data["threshold"], [Pair(**p) for p in data["pairs"]],
+                                   data["compared"], data["trivial"], data["canonical"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    comparison = compare_class(course, assignment, threshold=threshold)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps({"key": key, "comparison": asdict(comparison)}))
+    partial.replace(path)
+    return comparison
 
 
 def write_similarity_csv(comparison: ClassComparison, path: Path) -> Path:
