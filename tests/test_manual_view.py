@@ -171,6 +171,16 @@ def test_a_run_in_a_smaller_profile_than_the_question_asks_is_flagged(run, answe
     assert ("class=warn" in page) is flagged
 
 
+def test_a_question_asking_for_your_run_in_a_profile_names_that_profile():
+    """06 asks for "the numbers of *your* run in the `cpu` profile": a ci run is flagged there too."""
+    from course_grader.grading.manual_view import profile_warning
+
+    (question,) = written_questions(_source("06_positional_encoding"))
+    assert question.profile == "cpu"
+    assert "the ci profile" in profile_warning(question, "device: cpu | profile: ci | seed: 0", "")
+    assert profile_warning(question, "device: cpu | profile: cpu | seed: 0", "") == ""
+
+
 def _is_written_cell(cell) -> bool:
     meta = nbgrader_meta(cell)
     return cell.cell_type == "markdown" and bool(meta.get("solution")) and bool(meta.get("grade"))

@@ -13,7 +13,8 @@ for). Cells are found in the submission by id, else by their source.
 Beside each answer: the model answer (the written cell of ``solutions/``), the points and the rubric
 (the cell's ``metadata.course.rubric``, ``[[points, "what earns them"], ...]``, else three levels
 from the points), and a warning when the run is in a smaller profile than the question asks for
-(``metadata.course.profile``, else the prompt's "the `cpu` profile or larger"; profiles ordered
+(``metadata.course.profile``, else the prompt's "the `cpu` profile or larger" or "*your* run in the
+`cpu` profile"; profiles ordered
 ci < cpu < gpu), read from the run's setup line and from the header the answer pastes.
 
 Only plain text and PNG/JPEG images are shown: a submission is untrusted, so its HTML and
@@ -44,7 +45,7 @@ __all__ = ["PROFILE_ORDER", "WrittenQuestion", "profile_warning", "written_quest
 _HEADING = re.compile(r"#{1,2} ")
 _RUN_HEADER = re.compile(r"seed:|profile", re.IGNORECASE)
 _PROFILE_IN_HEADER = re.compile(r"profile:\s*(\w+)")
-_ASKED_PROFILE = re.compile(r"`(ci|cpu|gpu)` profile or larger")
+_ASKED_PROFILE = re.compile(r"`(ci|cpu|gpu)` profile or larger|your\*? run in the `(ci|cpu|gpu)` profile")
 PROFILE_ORDER = ("ci", "cpu", "gpu")  # smaller to larger: a run in a larger profile than asked is fine
 
 
@@ -102,7 +103,7 @@ def written_questions(source_nb: NotebookNode) -> list[WrittenQuestion]:
         rubric = [(float(points), str(text)) for points, text in course.get("rubric", [])] or None
         questions.append(WrittenQuestion(str(meta.get("grade_id")), float(meta.get("points", 0) or 0), prompt,
                                          [(str(c.get("id", "")), c.source) for c in chosen], cell.source, rubric,
-                                         course.get("profile") or (asked.group(1) if asked else None)))
+                                         course.get("profile") or (asked.group(1) or asked.group(2) if asked else None)))
     return questions
 
 
