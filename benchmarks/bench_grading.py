@@ -423,9 +423,8 @@ def ratio_part(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-ratio-") as scratch:
         course, klass = Path(scratch) / "course", Path(scratch) / "class"
         class_size = max(args.ratio_class, 1)
-        for folder, size in ((course, 1), (klass, class_size)):  # one submission; a class of them
-            if folder == klass and class_size == 1:
-                continue
+        scratch_courses = [(course, 1)] + ([(klass, class_size)] if class_size > 1 else [])  # one submission; a class
+        for folder, size in scratch_courses:
             prepare_scratch_course(ROOT, folder, names)
             generate_release(Course.open(folder), names, verbose=False)
             for name in names:

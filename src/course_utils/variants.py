@@ -30,8 +30,8 @@ import os
 from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
-__all__ = ["DOMAINS", "ENV_SEED", "SPECS", "TABLE_FILE", "Variant", "draw", "parameters", "student_seed", "use",
-           "use_own", "visible_parameters"]
+__all__ = ["DOMAINS", "ENV_SEED", "SPECS", "TABLE_FILE", "Variant", "describe", "draw", "parameters", "student_seed",
+           "use", "use_own", "visible_parameters"]
 
 TABLE_FILE = "variants.json"  # an exchange's variant release: every student's visible parameters (use_own)
 ENV_SEED = "COURSE_VARIANT_SEED"  # the checker's environment: the graded (student, assignment)'s seed, hex
@@ -140,6 +140,13 @@ def use(assignment: str, visible: Mapping[str, Mapping[str, Any]]) -> None:
     _RELEASED[assignment] = {str(k): dict(v) for k, v in visible.items()}
 
 
+def describe(visible: Mapping[str, Mapping[str, Any]]) -> str:
+    """One line for a student's visible parameters (``exercise: name=value, ...; ...``)."""
+    lines = [f"{exercise}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+             for exercise, values in sorted(visible.items()) if values]
+    return "; ".join(lines) or "the course's own visible tests"
+
+
 def use_own(assignment: str, folder: str | os.PathLike[str] = ".", student: str | None = None) -> str:
     """The release for an exchange (one folder for the whole class, as nbgrader and ngshare release):
     the visible parameters of ``student`` (default: the hub's ``JUPYTERHUB_USER``, else ``USER``) from
@@ -157,9 +164,7 @@ def use_own(assignment: str, folder: str | os.PathLike[str] = ".", student: str 
     if student not in table:
         return f"{student or 'this user'} has no variant in {TABLE_FILE}: the course's own visible parameters"
     use(assignment, table[student])
-    shown = "; ".join(f"{exercise}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
-                      for exercise, values in sorted(table[student].items()) if values)
-    return f"your variant ({student}): {shown or 'the course own visible tests'}"
+    return f"your variant ({student}): {describe(table[student])}"
 
 
 def draw(assignment: str, exercise: str, domain: str = "visible") -> Variant:

@@ -372,29 +372,9 @@ def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
     # blind red team (issue 34): the float16-safe constant of some libraries passed every test until a
     # hidden case put every allowed score below it
     Mistake(cell="multi_head_attention", name="masked scores filled with -1e4 (fits float16, not below every score)",
-            kind="boundary", rejected_by=("test_multi_head_attention",), source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
-    q = split_heads(x_q @ W_q, n_heads)
-    k = split_heads(x_kv @ W_k, n_heads)
-    v = split_heads(x_kv @ W_v, n_heads)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-    if mask is not None:
-        scores = scores.masked_fill(mask == 0, -1e4)  # -1e9 overflows float16
-    weights = torch.softmax(scores, dim=-1)
-    return merge_heads(weights @ v) @ W_o, weights
-'''),
+            kind="boundary", rejected_by=("test_multi_head_attention",), replace=(('float("-inf")', "-1e4"),)),
     Mistake(cell="multi_head_attention", name="masked scores filled with float16's minimum -65504 hard-coded",
-            kind="boundary", rejected_by=("test_multi_head_attention",), source='''def multi_head_attention(x_q, x_kv, W_q, W_k, W_v, W_o, n_heads, mask=None):
-    """Multi-head attention; returns (output (B, T_q, d), weights (B, n_heads, T_q, T_k))."""
-    q = split_heads(x_q @ W_q, n_heads)
-    k = split_heads(x_kv @ W_k, n_heads)
-    v = split_heads(x_kv @ W_v, n_heads)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -65504.0)  # the smallest float16
-    weights = torch.softmax(scores, dim=-1)
-    return merge_heads(weights @ v) @ W_o, weights
-'''),
+            kind="boundary", rejected_by=("test_multi_head_attention",), replace=(('float("-inf")', "-65504.0"),)),
 ]
 
 # Right answers in other styles than the solution (the blind red team's); every test must accept them.

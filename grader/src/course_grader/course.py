@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from course_grader.grading.variants import SECRET_ENV
 from course_utils.layout import UnknownAssignment, find_root, select_assignments
+from course_utils.variants import ENV_SEED
 
 __all__ = ["BUILD_KINDS", "Course", "GRADER_SECRETS", "GRADING_PROFILE", "GradingSettings", "STEPS", "UnknownAssignment", "WALL_LIMIT"]
 
@@ -47,7 +49,7 @@ def _directories(config: Any) -> tuple[tuple[str, str], ...]:
 # Never handed to nbgrader's processes nor the kernels they start (an unsandboxed kernel inherits
 # their environment): grading reads each student's stored variant seed, never the secret that made
 # it, and hands a seed to that student's checker only (grading.variants.checker_environment).
-GRADER_SECRETS = frozenset({"COURSE_VARIANT_SECRET", "COURSE_VARIANT_SEED"})  # variants.SECRET_ENV, ENV_SEED
+GRADER_SECRETS = frozenset({SECRET_ENV, ENV_SEED})
 
 _ENVIRONMENT_LOCK = threading.Lock()  # the demo class opens its scratch courses from several threads
 

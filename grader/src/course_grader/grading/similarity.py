@@ -660,12 +660,12 @@ def _inputs_key(course: Course, assignment: str, threshold: float) -> str:
     import hashlib
     import json
 
+    import course_utils
+
     files = sorted(course.path("source", assignment=assignment).glob("*.ipynb"))
     submitted = course.path("submitted")
     if submitted.is_dir():
         files += sorted(submitted.glob(f"*/{assignment}/*.ipynb"))
-    import course_utils
-
     package = sorted(Path(course_utils.__file__).parent.rglob("*.py"))  # the references' sources
     stats: list[list[object]] = []
     for path in [Path(__file__), *package]:
