@@ -206,6 +206,25 @@ def test_in_place_changes_gradients_and_seeds_cross(kernel):
     assert result.ok, result.evalue
 
 
+def test_new_tensors_are_tracked_in_the_kernel_and_found_in_the_checker(kernel):
+    # the tracking mode runs where the answer runs; the checker hears what it found, the returned value included
+    answer = (
+        "def keep_wrong(experts, capacity):\n    keep = torch.zeros(experts.shape, dtype=torch.bool)\n"
+        "    counts = torch.zeros(8)\n    for n in range(experts.size(0)):\n        e = int(experts[n, 0])\n"
+        "        if counts[e] < capacity:\n            keep[n, 0] = True\n            counts[e] += 1\n    return keep\n"
+        "def keep_right(experts, capacity):\n    return keep_wrong(experts, capacity).to(experts.device)\n"
+    )
+    test = (
+        "e = torch.randint(0, 8, (6, 2))\n"
+        "check_device_dtype(keep_right, e, 2, name='keep_right', check_dtype=False)\n"
+        "### BEGIN HIDDEN TESTS\n"
+        "check_device_dtype(keep_wrong, e, 2, name='keep_wrong', check_dtype=False)\n"
+        "### END HIDDEN TESTS\n"
+    )
+    result = _check(kernel, answer, test)
+    assert not result.ok and "keep_wrong returned a tensor created without device=" in result.evalue, result.evalue
+
+
 def test_an_undeclared_in_place_change_fails_and_never_rewrites_the_tests_inputs(kernel):
     # second blind red team: `check_close(f(Q), ref(Q))` evaluates f first; an answer that zeroed its
     # arguments had the zeros copied into the test's Q, and the reference then agreed with it

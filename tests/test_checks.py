@@ -157,6 +157,36 @@ def test_check_device_dtype_rejects_tensors_made_without_device_or_dtype(wrong, 
         check_device_dtype(wrong, torch.randn(2, 4, 4), name="f")
 
 
+def _counted_keep(experts, capacity, *, device_kw=True, move=False):
+    """Greedy capacity with a tensor counter read in an `if` (meta cannot run it: it needs data)."""
+    N, k = experts.shape
+    keep = torch.zeros(N, k, dtype=torch.bool, **({"device": experts.device} if device_kw else {}))
+    counts = torch.zeros(int(experts.max()) + 1)  # a CPU scratch counter: fine on a GPU too
+    for j in range(k):
+        for n in range(N):
+            e = int(experts[n, j])
+            if counts[e] < capacity:
+                keep[n, j] = True
+                counts[e] += 1
+    return keep.to(experts.device) if move else keep
+
+
+def test_check_device_dtype_tracks_new_tensors_that_meta_cannot_hold():
+    # red team of 12: a result made without device= and filled by reading a counter escaped, because
+    # the counter's `if` cannot run on meta; such tensors are now tracked as if on another device
+    experts = torch.randint(0, 4, (10, 2))
+    check_device_dtype(_counted_keep, experts, 3, name="device=", check_dtype=False)
+    check_device_dtype(lambda e, c: _counted_keep(e, c, device_kw=False, move=True), experts, 3,
+                       name=".to(experts.device) at the end", check_dtype=False)
+    check_device_dtype(lambda e, c: e[torch.arange(e.size(0))] * int(e.sum() > 0), experts, 3,
+                       name="CPU index and data", check_dtype=False)
+    with pytest.raises(CheckFailed, match="returned a tensor created without device="):
+        check_device_dtype(lambda e, c: _counted_keep(e, c, device_kw=False), experts, 3, name="f", check_dtype=False)
+    with pytest.raises(CheckFailed, match="mixes devices: .*where"):
+        check_device_dtype(lambda e, c: torch.where(_counted_keep(e, c, device_kw=False), e, -1), experts, 3,
+                           name="f", check_dtype=False)
+
+
 def test_check_backward_rejects_in_place_and_detached_and_compares_gradients():
     x = torch.randn(2, 4, 4)
     check_backward(_causal_softmax, x, name="ok", reference=lambda x: _causal_softmax(x, to_style=True))

@@ -154,6 +154,21 @@ MISTAKES = [
                     "    onehot = (queue[:, None] == torch.arange(n_experts)).long()\n"
                     "    position = (onehot.cumsum(0) * onehot).sum(-1) - 1\n"
                     "    return (position < capacity).reshape(k, N).T\n")),
+    # blind red team of 12: a loop with a tensor counter read in an `if` (so meta cannot run it),
+    # the result made without device=: a CPU tensor for GPU inputs
+    Mistake(kind="device", cell="capacity_keep", name="loop with tensor counters, keep made without device",
+            rejected_by=("test_capacity_keep",),
+            source=("def capacity_keep(experts, n_experts, capacity):\n"
+                    "    N, k = experts.shape\n"
+                    "    keep = torch.zeros(N, k, dtype=torch.bool)\n"
+                    "    counts = torch.zeros(n_experts, dtype=torch.long)\n"
+                    "    for j in range(k):\n"
+                    "        for n in range(N):\n"
+                    "            e = int(experts[n, j])\n"
+                    "            if counts[e] < capacity:\n"
+                    "                keep[n, j] = True\n"
+                    "                counts[e] += 1\n"
+                    "    return keep\n")),
     Mistake(kind="reference", cell="capacity_keep", name="reference import", rejected_by=("test_capacity_keep",),
             source="from course_utils.moe import capacity_keep\n"),
     # second blind red team (round 2): a softmax by hand with no max subtraction
@@ -253,6 +268,18 @@ ACCEPTED = [
                      "    E = probs.shape[1]\n"
                      "    ids, counts = torch.unique(experts, return_counts=True)\n"
                      "    return E * (counts.to(probs.dtype) / experts.numel() * probs.mean(0)[ids]).sum()\n")),
+    Accepted(cell="capacity_keep", name="loop with CPU tensor counters, keep moved to the input's device",
+             source=("def capacity_keep(experts, n_experts, capacity):\n"
+                     "    N, k = experts.shape\n"
+                     "    keep = torch.zeros(N, k, dtype=torch.bool)\n"
+                     "    counts = torch.zeros(n_experts, dtype=torch.long)\n"
+                     "    for j in range(k):\n"
+                     "        for n in range(N):\n"
+                     "            e = int(experts[n, j])\n"
+                     "            if counts[e] < capacity:\n"
+                     "                keep[n, j] = True\n"
+                     "                counts[e] += 1\n"
+                     "    return keep.to(experts.device)\n")),
     Accepted(cell="capacity_keep", name="Python counters, result on the input's device",
              source=("def capacity_keep(experts, n_experts, capacity):\n"
                      "    N, k = experts.shape\n"

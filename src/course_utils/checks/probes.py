@@ -131,6 +131,106 @@ class NewTensorsOnMeta(_RemoteTorchMode):
         return out
 
 
+def _names_a_device(args: Sequence[Any], kwargs: dict) -> bool:
+    """Whether a ``Tensor.to`` call's arguments (after ``self``) say where to go."""
+    for value in [*args, kwargs.get("device"), kwargs.get("other")]:
+        if isinstance(value, (torch.device, torch.Tensor)):
+            return True
+        if isinstance(value, str):
+            try:
+                torch.device(value)
+            except RuntimeError:
+                continue
+            return True
+    return False
+
+
+class NewTensorsTracked(_RemoteTorchMode):
+    """Like :class:`NewTensorsOnMeta`, for functions that read what they create (a counter
+    compared in an ``if``), which meta cannot run: new tensors keep their data on the CPU, but
+    are *tracked* as if they were on another device than the inputs.
+
+    What is computed from tracked tensors alone is tracked too; moving one (``.to(device)``,
+    ``.to(other)``, ``.type_as``, ``.cuda()``) ends it. A tracked tensor meeting an untracked
+    one that is not a scalar (except as an index, as CUDA allows) is recorded in ``found``, as
+    :class:`DeviceMixing` does; :meth:`returned` records an output that is still tracked.
+    0-dim tensors are never tracked (a CPU scalar may meet tensors on any device).
+    """
+
+    remote = (Mode.NEW_TRACKED,)
+    _MOVES = frozenset({"cuda", "type_as"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+        self._tracked: dict[int, torch.Tensor] = {}  # id -> the tensor (kept alive, so ids stay unique)
+
+    def _is_tracked(self, t: torch.Tensor) -> bool:
+        return self._tracked.get(id(t)) is t
+
+    def _track(self, out: Any) -> None:
+        for t in tensors_in(out):
+            if t.dim() > 0:
+                self._tracked[id(t)] = t
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
+        from torch.utils._device import _device_constructors
+
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = getattr(func, "__name__", str(func))
+        if func in _device_constructors():
+            keeps_device = func in (torch.as_tensor, torch.asarray) and bool(args) and isinstance(args[0], torch.Tensor)
+            if kwargs.get("device") is None and not keeps_device:
+                self._track(out)
+            return out
+        tensors = [t for t in tensors_in((list(args), kwargs)) if t.dim() > 0]
+        tracked = [t for t in tensors if self._is_tracked(t)]
+        if not tracked:
+            return out
+        if name in self._MOVES or (name == "to" and _names_a_device(args[1:], kwargs)):
+            for t in tensors_in(out):  # moved (``.to`` of a tensor already there returns itself)
+                self._tracked.pop(id(t), None)
+            return out
+        if name in DeviceMixing._ALLOWED:
+            if args and isinstance(args[0], torch.Tensor) and self._is_tracked(args[0]):
+                self._track(out)
+            return out
+        if len(tracked) < len(tensors):
+            if not self.found:
+                self.found.append(name)
+            return out
+        self._track(out)
+        return out
+
+    def returned(self, out: Any) -> None:
+        """Record ``out`` if a tensor in it is still tracked (created without ``device=``)."""
+        if any(self._is_tracked(t) for t in tensors_in(out)) and "returned" not in self.found:
+            self.found.append("returned")
+
+
+def _tracked_run(fn: Callable[..., Any], args: Any, kwargs: Any, name: str, hint: str) -> None:
+    """Run ``fn`` under :class:`NewTensorsTracked`; fail on what it found (its own errors are the
+    other tests' business)."""
+    tracked = NewTensorsTracked()
+    try:
+        with warnings.catch_warnings(), tracked:
+            warnings.simplefilter("ignore")
+            out = fn(*_map_tensors(args, lambda t: t.clone()), **_map_tensors(kwargs, lambda t: t.clone()))
+    except CheckFailed:
+        raise
+    except Exception:  # noqa: BLE001 - the student's code may raise anything
+        out = None
+    tracked.returned(out)
+    found = [f for f in tracked.found if f != "returned"]
+    if found:
+        _fail(f"{name} mixes devices: {found[0]} received a tensor on the inputs' device and one created "
+              "inside the function without device=; on a GPU this call would crash.", hint)
+    if tracked.found:
+        _fail(f"{name} returned a tensor created without device=: it does not follow its inputs' "
+              "device. On a GPU it would come back on the CPU.", hint)
+
+
 def check_device_dtype(
     fn: Callable[..., Any],
     *args: Any,
@@ -201,6 +301,8 @@ def check_device_dtype(
                 _fail(f"{name} mixes devices: {_short(error)}. The inputs were on one device and a tensor "
                       "created inside the function without device= on another; on a GPU this call would crash.",
                       device_hint)
+            # it reads the data of a tensor it made (a counter in an `if`): meta cannot hold that either
+            _tracked_run(fn, args, kwargs, name, device_hint)
         else:
             if inputs and any(t.device.type == "meta" for t in tensors_in(out)):
                 _fail(f"{name} returned a tensor created without device=: it does not follow its inputs' "

@@ -294,7 +294,7 @@ class _Session:
     def op_call(self, request: dict) -> dict:
         from course_utils.checks import integrity
         from course_utils.checks.allocations import AllocationLog
-        from course_utils.checks.probes import DeviceMixing, NewTensorsOnMeta
+        from course_utils.checks.probes import DeviceMixing, NewTensorsOnMeta, NewTensorsTracked
 
         target = self.dec(request["target"])
         args = self.dec(request["args"])
@@ -303,6 +303,7 @@ class _Session:
         before = [_snapshot(a) for a in watched]
         inputs = [t for t in tensors_in((args, kwargs)) if t.requires_grad]
         mixing: list[DeviceMixing] = []
+        tracked: list[NewTensorsTracked] = []
         logs: list[AllocationLog] = []
         contexts: list[Any] = []
         modes = [(Mode(mode[0]), *mode[1:]) for mode in request.get("modes", [])]
@@ -312,6 +313,9 @@ class _Session:
                 contexts.append(mixing[-1])
             elif mode[0] is Mode.NEW_ON_META:
                 contexts.append(NewTensorsOnMeta())
+            elif mode[0] is Mode.NEW_TRACKED:  # what it finds, the returned value included, goes back
+                tracked.append(NewTensorsTracked())
+                contexts.append(tracked[-1])
             elif mode[0] is Mode.OWN_WORK:
                 contexts.append(integrity.own_work(*mode[1], name=mode[2]))
             elif mode[0] is Mode.BANNED:
@@ -377,6 +381,10 @@ class _Session:
             reply["graph"] = self.counter
         if mixing and mixing[0].found:
             reply["mixing"] = mixing[0].found
+        if tracked:
+            tracked[0].returned(result)
+            if tracked[0].found:
+                reply["tracked"] = tracked[0].found
         if logs:
             reply["allocations"] = logs[0].report()
         return reply

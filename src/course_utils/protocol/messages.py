@@ -67,6 +67,7 @@ class Mode(str, Enum):
 
     DEVICE_MIXING = "device_mixing"  # checks.probes: a meta tensor meeting a CPU one
     NEW_ON_META = "new_on_meta"  # checks.probes: new tensors land on meta
+    NEW_TRACKED = "new_tracked"  # checks.probes: new tensors tracked as if on another device
     OWN_WORK = "own_work"  # checks.own_work: [references, name]
     BANNED = "banned"  # checks.banned_calls: [function names, name]
     ALLOCATIONS = "allocations"  # checks.AllocationLog: what the call allocates

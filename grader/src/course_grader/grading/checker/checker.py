@@ -450,11 +450,12 @@ class Checker:
                     declared == "requires_grad" and _only_flags_changed(local, new))):
                 raise checks.CheckFailed(_in_place_message(position, len(args), local))
             _write_back(local, new)
-        found = reply.get("mixing")
-        if found:
-            for owner in REMOTE_MODES.owners(Mode.DEVICE_MIXING):
-                if not owner.found:
-                    owner.found.extend(str(f) for f in found)
+        for key, kind in (("mixing", Mode.DEVICE_MIXING), ("tracked", Mode.NEW_TRACKED)):
+            found = reply.get(key)
+            if isinstance(found, list) and found:
+                for owner in REMOTE_MODES.owners(kind):
+                    if not owner.found:
+                        owner.found.extend(str(f) for f in found)
         self._absorb_allocations(reply)
         result = self.dec(reply["value"])
         if "graph" in reply and torch.is_grad_enabled():
