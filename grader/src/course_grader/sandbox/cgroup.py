@@ -33,10 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
-
-if TYPE_CHECKING:
-    from course_grader.sandbox.bubblewrap import SandboxLimits
+from typing import Callable, Protocol, Sequence
 
 __all__ = ["CgroupSupport", "CgroupStats", "SandboxCgroup", "cgroup_status", "detect"]
 
@@ -212,11 +209,22 @@ def warn_once_if_unavailable() -> None:
 # ---------------------------------------------------------------- one sandbox's cgroup
 
 
+class Limits(Protocol):
+    """What a cgroup sets (:class:`~course_grader.sandbox.bubblewrap.SandboxLimits` has it):
+    ``memory`` in bytes (``None``: none) and the number of ``processes``."""
+
+    @property
+    def memory(self) -> int | None: ...  # noqa: D102
+
+    @property
+    def processes(self) -> int: ...  # noqa: D102
+
+
 class SandboxCgroup:
     """The cgroup of one sandbox. ``create`` makes it and sets the limits; ``wrap`` the command
     that starts the sandbox so it runs inside; ``remove`` kills what is left and removes it."""
 
-    def __init__(self, support: CgroupSupport, limits: "SandboxLimits") -> None:
+    def __init__(self, support: CgroupSupport, limits: Limits) -> None:
         self.support = support
         self.version = support.version
         self.name = f"{PREFIX}-{os.getpid()}-{next(_counter)}"
@@ -234,7 +242,7 @@ class SandboxCgroup:
             raise
 
     @classmethod
-    def create(cls, limits: "SandboxLimits") -> "SandboxCgroup | None":
+    def create(cls, limits: Limits) -> "SandboxCgroup | None":
         """A new cgroup with ``limits``, or ``None`` where cgroups cannot be used (logged once)."""
         support = detect()
         warn_once_if_unavailable()
@@ -251,7 +259,7 @@ class SandboxCgroup:
         """The cgroup's directories: one per controller on v1, a single one on v2."""
         return list(dict.fromkeys(self.dirs.values()))
 
-    def _set_limits(self, limits: "SandboxLimits") -> None:
+    def _set_limits(self, limits: Limits) -> None:
         memory, pids, cpu = self.dirs.get("memory"), self.dirs.get("pids"), self.dirs.get("cpu")
         if self.version == 2:
             if memory is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import sys
-from typing import TYPE_CHECKING, Any, Sequence, SupportsIndex
+from typing import Any, Protocol, Sequence, SupportsIndex
 
 import numpy as np
 import torch
@@ -18,8 +18,6 @@ import torch
 from course_grader.grading.checker.link import CheckerError
 from course_utils.protocol.messages import Op, Unary
 
-if TYPE_CHECKING:
-    from course_grader.grading.checker.checker import Checker
 
 # Packages whose classes a proxy may claim to be an instance of (isinstance checks).
 _LIBRARIES = ("torch", "numpy", "course_utils", "collections", "datasets", "builtins")
@@ -62,12 +60,23 @@ def _local_class(mro: Sequence[str]) -> type | None:
     return None
 
 
+class Asker(Protocol):
+    """What a proxy needs of the checker (:class:`~course_grader.grading.checker.checker.Checker`):
+    a question to the kernel, a value put on the wire, a call."""
+
+    def request(self, op: Op, **fields: Any) -> Any: ...  # noqa: D102
+
+    def enc(self, value: Any) -> Any: ...  # noqa: D102
+
+    def call(self, target: "RemoteObject", args: tuple, kwargs: dict) -> Any: ...  # noqa: D102
+
+
 class RemoteObject:
     """An object that lives in the student's kernel. Every use is a question to the kernel."""
 
     __slots__ = ("_remote", "_tag")
 
-    def __init__(self, remote: "Checker", tag: dict) -> None:
+    def __init__(self, remote: Asker, tag: dict) -> None:
         object.__setattr__(self, "_remote", remote)
         object.__setattr__(self, "_tag", tag)
 
