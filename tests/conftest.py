@@ -49,7 +49,7 @@ def welcome_class(tmp_path_factory):
     """One 00_welcome class graded and given feedback once for the end-to-end tests of feedback and
     review (tests/gradedclass.py); read it, and go on in ``welcome_class.copy(tmp_path / ...)``.
     Its tests carry ``xdist_group(gradedclass.GROUP)``: one worker builds it."""
-    from gradedclass import build_welcome_class
+    from tests.gradedclass import build_welcome_class
 
     return build_welcome_class(tmp_path_factory.mktemp("welcome-class") / "course")
 
@@ -119,7 +119,7 @@ def pytest_configure_node(node) -> None:
 # mistakes in it instead of running the solution a second time. Both go to the same xdist worker,
 # one after the other (an xdist_group per notebook, `--dist loadgroup`).
 
-MISTAKES = "tests/test_mistakes.py::test_every_curated_mistake_is_rejected_and_every_right_answer_accepted"
+MISTAKES = "tests/course/test_mistakes.py::test_every_curated_mistake_is_rejected_and_every_right_answer_accepted"
 _handed: dict[str, object] = {}  # assignment -> nbval's RunningKernel, after its last cell passed
 _cells_failed: set[str] = set()
 _nbval_notebooks: set[str] = set()  # solution notebooks whose nbval cells this process collected

@@ -1,6 +1,6 @@
 """One graded 00_welcome class, shared by the end-to-end tests of feedback and review.
 
-tests/test_feedback.py (students who print the hidden tests) and tests/test_review.py (a flagged
+tests/course_grader/grading/test_feedback.py (students who print the hidden tests) and tests/course_grader/grading/test_review.py (a flagged
 student held until accepted) each used to release 00_welcome in a scratch course of their own,
 grade a class of two or three through `course grade` (sandboxed where the sandbox works) and ask
 `course feedback` once before deciding anything. Here one class holds both sets of students, is

@@ -1,4 +1,4 @@
-"""A class on a real JupyterHub, for tests/test_hub_semester.py and tests/test_browser.py.
+"""A class on a real JupyterHub, for tests/course/test_hub_semester.py and tests/course/test_browser.py.
 
 The hub is started from deploy/jupyterhub/jupyterhub_config.py unchanged: a small config file
 written here loads it and then sets only what a test machine needs (free ports on 127.0.0.1, the
@@ -31,7 +31,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 COURSE = "attention-transformers"
 GRADER = "grader-" + COURSE
@@ -170,7 +170,7 @@ class Hub:
     """A running JupyterHub on 127.0.0.1 with the course's configuration."""
 
     def __init__(self, scratch: Path, users: Users, course_env: dict[str, str], extra_config: str = "") -> None:
-        """``extra_config``: lines appended to the test's hub config (e.g. another service: tests/test_ngshare_exchange.py)."""
+        """``extra_config``: lines appended to the test's hub config (e.g. another service: tests/course/test_ngshare_exchange.py)."""
         self.scratch = open_folder(scratch)
         self.users = users
         self.token = secrets.token_hex(16)

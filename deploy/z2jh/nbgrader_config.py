@@ -5,7 +5,7 @@ PostgreSQL gradebook of COURSE_DB_URL) with ngshare as the exchange instead of a
 release, collect and release_feedback go to the ngshare service through the hub's proxy, with the
 token the grader service holds (JUPYTERHUB_API_TOKEN), which ngshare knows as the course's
 instructor. Install it as the course's nbgrader_config.py (README.md beside it);
-tests/test_ngshare_exchange.py grades through it.
+tests/course/test_ngshare_exchange.py grades through it.
 """
 
 import os

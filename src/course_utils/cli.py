@@ -22,7 +22,7 @@ from course_utils.layout import KERNEL_DISPLAY_NAME, KERNEL_NAME
 __all__ = ["main", "build_parser", "grader_commands", "STUDENT_VERBS", "INSTRUCTOR_VERBS"]
 
 # Start-up: heavy packages (nbformat, nbclient, nbgrader, torch, datasets) are imported inside
-# the commands that use them (tests/test_startup.py). And nbformat imports jsonschema, which
+# the commands that use them (tests/course/test_startup.py). And nbformat imports jsonschema, which
 # builds an RFC 3987 grammar (2-5 s) when the optional rfc3987_syntax is installed, only to
 # check the "iri" string format: no schema this process validates (notebooks) uses it. A None
 # entry in sys.modules makes that optional import fail fast; jsonschema then goes without it.

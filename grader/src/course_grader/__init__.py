@@ -1,7 +1,7 @@
 """The grader: the instructor's side of the course, apart from the package students import.
 
 It depends on :mod:`course_utils` (the student package) and on nbgrader; ``course_utils`` never
-imports it (``tests/test_packages.py``). Its verbs join the one ``course`` command through the
+imports it (``tests/course/test_packages.py``). Its verbs join the one ``course`` command through the
 ``course_utils.commands`` entry point (:mod:`.cli`: parse and print only). A command builds one
 :class:`~.course.Course` (:mod:`.course`: root, gradebook URL, folders, profile, limits) and hands it on.
 

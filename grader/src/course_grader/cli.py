@@ -39,7 +39,7 @@ for authors:
 """
 
 # Start-up: heavy packages (nbformat, nbclient, nbgrader, torch, datasets) are imported inside
-# the commands that use them (tests/test_startup.py).
+# the commands that use them (tests/course/test_startup.py).
 
 
 def _names(root: Path, requested: list[str]) -> list[str]:

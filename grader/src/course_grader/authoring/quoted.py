@@ -19,7 +19,7 @@ written by ``make demo PROFILE=cpu``). A number found only on another line (the 
 model where the prose means another's) is not printed. A bare ``<!--q-->`` names no line and is
 reported as such. ``course quoted --record`` keeps those outputs as text in
 ``benchmarks/results/outputs-cpu/<A>.txt``, committed beside the timings, so the suite checks
-the prose against the recorded run without running it (``tests/test_quoted.py``).
+the prose against the recorded run without running it (``tests/course/test_quoted.py``).
 
 The other way round, :func:`unmarked_numbers` finds numbers the prose writes without a marker that
 the run prints: a decimal (``45.7``, ``0.64``) outside code, maths, headings and comments, printed as

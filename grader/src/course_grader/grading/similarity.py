@@ -7,7 +7,7 @@ a grade.
 
 Why 0.7 (5-grams, at least 30 of them): measured on the course itself (the 13 notebooks'
 solutions and ``tests/mistakes/*.py``; :func:`calibration` recomputes it, and
-``tests/test_review.py`` keeps it true), over the answer cells with at least 30 5-grams
+``tests/course_grader/grading/test_review.py`` keeps it true), over the answer cells with at least 30 5-grams
 beyond the stub (53 of the 68 code answer cells):
 
 ======================================================  ======  ======  ======  ======  ======
@@ -394,7 +394,7 @@ def _course_objects() -> dict[str, list[str]]:
     importing them: importing every module (torch, matplotlib, datasets, ...) cost seconds of every
     `course grade`, `export`, `review` and `feedback` that compares a class, for a list of names. A
     function wrapped in a functools cache is no function at run time and is left out, as is a
-    module whose source does not parse; tests/test_review.py checks that this equals what
+    module whose source does not parse; tests/course_grader/grading/test_review.py checks that this equals what
     importing every module finds."""
     import pkgutil
 
