@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from datasets import Dataset
 from matplotlib.axes import Axes
+from torch import nn
 
 from course_utils.progress import progress
 from course_utils.rnn_seq2seq import Seq2Seq, greedy_decode
@@ -179,15 +180,22 @@ def accuracy_by_bucket(
 
 
 def evaluate_by_length(
-    model: Seq2Seq,
+    model: nn.Module,
     test: Dataset,
     vocab: CharVocab,
     edges: Sequence[int],
     *,
     device: torch.device | str = "cpu",
+    translate_with: Callable[..., list[str]] | None = None,
+    **options: Any,
 ) -> tuple[list[dict], list[str]]:
-    """Decode ``test`` greedily and score it by source-length bucket. Returns (rows, predictions)."""
-    predictions = translate(model, test["source"], vocab, device=device)
+    """Decode ``test`` and score it by source-length bucket. Returns (rows, predictions).
+
+    ``translate_with``: how ``model`` translates, :func:`translate` (greedy, the RNN models') by
+    default; a Transformer's is ``transformer_seq2seq.translate_transformer``, with ``options``
+    such as ``beam_size=4``.
+    """
+    predictions = (translate_with or translate)(model, test["source"], vocab, device=device, **options)
     lengths = test["length"] if "length" in test.column_names else [len(s) for s in test["source"]]
     return accuracy_by_bucket(predictions, test["target"], lengths, edges), predictions
 

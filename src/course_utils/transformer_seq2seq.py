@@ -19,9 +19,10 @@ The pieces, in the order the notebook uses them:
 - :func:`linear_decay_lr` -- the same warm-up, then a straight line to 0 at the end of a fixed budget.
 - :func:`train_transformer` -- Adam(0.9, 0.98, 1e-9) + warm-up + label smoothing, for a number of
   steps or a wall-clock budget.
-- :func:`greedy_decode`, :func:`beam_step`, :func:`beam_search`, :func:`translate`,
-  :func:`evaluate_by_length` -- generation and the length sweep, with the same outputs as
-  :mod:`course_utils.seq2seq_train` so the two model families share tables and plots.
+- :func:`greedy_decode_transformer`, :func:`beam_step`, :func:`beam_search`,
+  :func:`translate_transformer` -- generation, with the same outputs as the RNN models'
+  (:mod:`course_utils.rnn_seq2seq`, :mod:`course_utils.seq2seq_train`) so the two model families
+  share tables and plots (``seq2seq_train.evaluate_by_length(..., translate_with=translate_transformer)``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from course_utils.progress import progress
 from course_utils.positional import SinusoidalPositionalEncoding
 from course_utils.rnn_seq2seq import shift_right
 from course_utils.seq2seq_data import CharVocab, encode_dataset, make_loader
-from course_utils.seq2seq_train import accuracy_by_bucket, decode_strings
+from course_utils.seq2seq_train import decode_strings
 
 __all__ = [
     "source_mask",
@@ -53,11 +54,10 @@ __all__ = [
     "noam_scheduler",
     "linear_decay_lr",
     "train_transformer",
-    "greedy_decode",
+    "greedy_decode_transformer",
     "beam_step",
     "beam_search",
-    "translate",
-    "evaluate_by_length",
+    "translate_transformer",
 ]
 
 
@@ -269,7 +269,7 @@ def train_transformer(
 
 # --------------------------------------------------------------------------- decoding
 @torch.no_grad()
-def greedy_decode(
+def greedy_decode_transformer(
     model: TransformerSeq2Seq, src: torch.Tensor, src_len: torch.Tensor, max_len: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Append the most likely token until every row has written ``<eos>`` (or ``max_len`` tokens).
@@ -324,7 +324,7 @@ def beam_search(
     """Keep the ``beam_size`` most probable prefixes of every row; finished ones only extend with ``<eos>``.
 
     The winner maximises ``score / length ** length_penalty`` (0: plain log-probability).
-    Returns ids (B, T) as :func:`greedy_decode` does, and the winners' scores (B,).
+    Returns ids (B, T) as :func:`greedy_decode_transformer` does, and the winners' scores (B,).
     """
     model.eval()
     K, device = beam_size, src.device
@@ -359,7 +359,7 @@ def beam_search(
 
 
 @torch.no_grad()
-def translate(
+def translate_transformer(
     model: TransformerSeq2Seq,
     sources: Sequence[str],
     vocab: CharVocab,
@@ -381,22 +381,7 @@ def translate(
     def decode(src: torch.Tensor, src_len: torch.Tensor, limit: int):
         if beam_size > 1:
             return beam_search(model, src, src_len, limit, beam_size)[0], None
-        return greedy_decode(model, src, src_len, limit)
+        return greedy_decode_transformer(model, src, src_len, limit)
 
     return decode_strings(decode, sources, vocab, max_len=max_len, batch_size=batch_size, device=device,
                           return_attention=return_attention)
-
-
-def evaluate_by_length(
-    model: TransformerSeq2Seq,
-    test: Dataset,
-    vocab: CharVocab,
-    edges: Sequence[int],
-    *,
-    beam_size: int = 1,
-    device: torch.device | str = "cpu",
-) -> tuple[list[dict], list[str]]:
-    """Decode ``test`` and score it by source-length bucket (see :func:`~course_utils.seq2seq_train.accuracy_by_bucket`)."""
-    predictions = translate(model, test["source"], vocab, beam_size=beam_size, device=device)
-    lengths = test["length"] if "length" in test.column_names else [len(s) for s in test["source"]]
-    return accuracy_by_bucket(predictions, test["target"], lengths, edges), predictions

@@ -149,11 +149,6 @@ def test_mypy_finds_nothing():
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
-# the same step for the RNN (seq2seq_train, rnn_seq2seq) and the transformer (transformer_seq2seq, used
-# qualified: ts.translate); notebooks 01, 02 and 08 call them. Not renamed yet (issue 26 lists five twins).
-SIBLINGS = {"greedy_decode", "translate", "evaluate_by_length"}
-
-
 def test_no_public_name_means_two_things():
     """No twins: a function or class named in two course_utils modules' __all__ is one object (a re-export)."""
     import importlib
@@ -167,7 +162,7 @@ def test_no_public_name_means_two_things():
             obj = getattr(module, name)
             if callable(obj):  # constants such as PAD are each vocabulary's own spelling of one meaning
                 meaning.setdefault(name, {})[id(obj)] = module_name
-    twins = {name: sorted(where.values()) for name, where in meaning.items() if len(where) > 1 and name not in SIBLINGS}
+    twins = {name: sorted(where.values()) for name, where in meaning.items() if len(where) > 1}
     assert not twins, f"one name, two meanings: {twins}"
 
 

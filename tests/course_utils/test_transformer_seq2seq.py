@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from course_utils import transformer_seq2seq as ts
 from course_utils.seq2seq_data import make_string_task, string_vocab
+from course_utils.seq2seq_train import evaluate_by_length
 
 
 def _model(V=12, d=16, layers=2, norm_first=False, seed=0):
@@ -81,7 +82,7 @@ def test_decoder_is_causal_and_ignores_source_padding(norm_first):
 def test_greedy_decode_matches_teacher_forced_argmax():
     model = _model(seed=3)
     src, src_len = torch.tensor([[4, 5, 6, 2], [7, 2, 0, 0]]), torch.tensor([4, 2])
-    ids, weights = ts.greedy_decode(model, src, src_len, max_len=6)
+    ids, weights = ts.greedy_decode_transformer(model, src, src_len, max_len=6)
     assert weights.shape[:2] == ids.shape and weights.shape[-1] == 4
     # feeding the greedy output back with teacher forcing reproduces it token by token
     logits, _ = model(src, src_len, ids)
@@ -104,7 +105,7 @@ def test_beam_step_against_brute_force():
 def test_beam_size_one_equals_greedy_and_beam_is_at_least_as_likely():
     model = _model(seed=5)
     src, src_len = torch.tensor([[4, 5, 6, 7, 2], [8, 9, 2, 0, 0]]), torch.tensor([5, 3])
-    greedy, _ = ts.greedy_decode(model, src, src_len, max_len=7)
+    greedy, _ = ts.greedy_decode_transformer(model, src, src_len, max_len=7)
     beam1, _ = ts.beam_search(model, src, src_len, max_len=7, beam_size=1)
     assert torch.equal(greedy, beam1)
 
@@ -128,12 +129,16 @@ def test_training_reduces_loss_and_translate_runs():
     assert len(losses) == len(lrs) == 20
     assert sum(losses[-5:]) < sum(losses[:5])
     assert lrs[4] == pytest.approx(max(lrs))
-    out, att = ts.translate(model, data["test"]["source"], vocab, return_attention=True)
+    out, att = ts.translate_transformer(model, data["test"]["source"], vocab, return_attention=True)
     assert len(out) == len(att) == 8
-    beams = ts.translate(model, data["test"]["source"], vocab, beam_size=3)
+    beams = ts.translate_transformer(model, data["test"]["source"], vocab, beam_size=3)
     assert len(beams) == 8
-    rows, preds = ts.evaluate_by_length(model, data["test"], vocab, [2, 4, 6])
+    # one evaluation for both model families: the translating function is its argument
+    rows, preds = evaluate_by_length(model, data["test"], vocab, [2, 4, 6], translate_with=ts.translate_transformer)
     assert preds == out and sum(r["n"] for r in rows) == 8
+    _, beam_preds = evaluate_by_length(model, data["test"], vocab, [2, 4, 6], translate_with=ts.translate_transformer,
+                                       beam_size=3)
+    assert beam_preds == beams
     assert math.isfinite(losses[-1])
 
 
