@@ -201,6 +201,32 @@ def test_canonical_cells_are_compared_between_students_only():
     assert result.students == {"twin-a", "twin-b"}, result.pairs
 
 
+def test_similar_pairs_finds_exactly_what_comparing_every_pair_finds():
+    """The prefix filter compares a handful of classmates, not the class, and misses no pair: random
+    classes of variants, near-copies and edits, at thresholds around the one used, against every pair."""
+    import random
+    from itertools import combinations
+
+    rng = random.Random(0)
+    for trial in range(200):
+        vocab = rng.randint(5, 80)
+        answers = [frozenset((rng.randrange(vocab),) for _ in range(rng.randint(1, 40))) for _ in range(rng.randint(1, 5))]
+        prints: dict[str, frozenset] = {}
+        for i in range(rng.randint(2, 40)):
+            grams = set(rng.choice(answers))
+            for _ in range(rng.randint(0, 10)):  # each student's own edits
+                if grams and rng.random() < 0.5:
+                    grams.discard(rng.choice(sorted(grams)))
+                else:
+                    grams.add((rng.randrange(vocab),))
+            prints[f"s{i:02d}"] = frozenset(grams)
+        threshold = rng.choice([0.0, 0.3, 0.5, 2 / 3, 0.7, 0.75, 0.9, 1.0])
+        every_pair = sorted((a, b, similarity.similarity(prints[a], prints[b]))
+                            for a, b in combinations(sorted(prints), 2)
+                            if similarity.similarity(prints[a], prints[b]) >= threshold)
+        assert similarity.similar_pairs(prints, threshold) == every_pair, (trial, threshold)
+
+
 def test_common_code_of_a_large_class_does_not_pair_students():
     """Twelve students who all wrote the same answer: the class's common code, not copying."""
     source = _source(MOE)
