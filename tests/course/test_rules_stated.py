@@ -64,7 +64,7 @@ HELPER_RULES = {
 
 # a test's message about an argument written in place ("changed its input x in place"), not advice to
 # work in place ("initialise the existing parameters in place")
-CHANGED_IN_PLACE = re.compile(r"\b(chang|modif|updat|overwr)\w*\b[^.]*\bin place")
+CHANGED_IN_PLACE = re.compile(r"\b(chang|modif|updat|overwr)\w*\b[^.]*\bin[ -]place")
 # a test's message about a graph cut ("no gradient reaches ...", "no torch.no_grad(), .detach() or .data")
 GRAPH_CUT = re.compile(r"no gradient reaches|no torch\.no_grad\(\)|\.detach\(\) or \.data")
 
@@ -126,6 +126,9 @@ def required(test_source: str) -> tuple[set[str], set[str]]:
             rules.add("dtype")   # check(out.dtype == torch.float64, ...)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and CHANGED_IN_PLACE.search(node.value):
             rules.add("in_place")   # check(torch.equal(x, x_before), "... changed x in place")
+        if (isinstance(node, ast.Call) and _name(node.func) == "to" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == "meta"):
+            rules.add("device")   # f(x.to("meta")): the output must stay on the input's device
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and GRAPH_CUT.search(node.value):
             rules.add("gradient")   # check(all grads reached, "no gradient reaches the parameter ...")
         if not isinstance(node, ast.Call) or _name(node.func) not in HELPER_RULES:
