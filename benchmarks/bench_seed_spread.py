@@ -1,6 +1,6 @@
-"""Notebooks 01, 02, 03, 04, 06 and 08 over several seeds: the ranges their prose states, instead of one run's digits.
+"""Notebooks 01, 02, 03, 04, 06, 08 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
 
-    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all six, seeds 0-4, 1 thread
+    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all seven, seeds 0-4, 1 thread
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 08 --seeds 0 1 2 --threads 2
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 01 06 --seeds 0 1 2
 
@@ -9,7 +9,7 @@ Runs the ``cpu`` profile's experiments with the notebooks' own settings, changin
 ``results/seed-spread-NN-cpu.md`` for each notebook: every number as
 mean ± sd [lowest-highest] over the seeds, and for each conclusion the prose draws, in how many seeds it
 held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come from its own code cell
-(the one that defines ``new_model``), so the two cannot drift apart.
+(the one that defines ``new_model``), and notebook 12's from its ViT and GPT cells, so the two cannot drift apart.
 
 * 01: the date model without attention (1,000 steps) and the reversal without attention (800 steps):
   exact match and per-character accuracy per length bucket.
@@ -23,6 +23,11 @@ held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come fr
   sinusoidal, learned, RoPE), from the notebook's own code cells, and the first step at 90 % test accuracy.
 * 08: section 7.2 (16,000 training strings per model), 7.3 (17-24 letters, never seen in training) and
   section 10 (English -> Portuguese, 12,800 sentences per model: exact match and BLEU).
+* 12: section 3's ViT on the 8 x 8 digits (the notebook's cell; the data split keeps seed 0): test accuracy
+  after 6 and after all epochs, the first epoch at 95 %, and section 4's position-embedding similarity (same
+  row, same column, neither); section 6's four GPTs (dense, wide, MoE with and without the balancing loss):
+  validation loss, and for both MoEs the share of assignments per expert and the share dropped at capacity
+  factors 1.0 and 1.25 on the notebook's validation batch.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ NB08 = ROOT / "solutions" / "08_encoder_decoder" / "08_encoder_decoder.ipynb"
 NB03 = ROOT / "solutions" / "03_self_attention" / "03_self_attention.ipynb"
 NB04 = ROOT / "solutions" / "04_multihead" / "04_multihead.ipynb"
 NB06 = ROOT / "solutions" / "06_positional_encoding" / "06_positional_encoding.ipynb"
+NB12 = ROOT / "solutions" / "12_vit_moe" / "12_vit_moe.ipynb"
 
 
 def spread(values: list[float]) -> str:
@@ -328,7 +334,7 @@ def run_08(seeds: list[int], small: bool = False) -> str:
     import sacrebleu
     from course_utils import transformer_seq2seq as ts
     from course_utils.seq2seq_data import make_string_task, string_vocab
-    from course_utils.seq2seq_train import translate as rnn_translate
+    from course_utils.seq2seq_train import translate
     from course_utils.translation import make_translation, translation_vocab
 
     ns = namespace_08()
@@ -362,7 +368,7 @@ def run_08(seeds: list[int], small: bool = False) -> str:
             model = ns["new_model"](name, len(words), seed)
             ns["train"](name, model, pairs["train"], words, steps=tr_examples // ns["BATCH"][name], seed=seed)
             src, refs = pairs["test"]["source"], list(pairs["test"]["target"])
-            hyps = rnn_translate(model, src, words) if name == rnn else ts.translate(model, src, words)
+            hyps = translate(model, src, words) if name == rnn else ts.translate_transformer(model, src, words)
             r["tr_exact"].append(100 * sum(h == t for h, t in zip(hyps, refs)) / len(refs))
             r["tr_bleu"].append(sacrebleu.corpus_bleu(hyps, [refs]).score)
         print(f"seed {seed}: " + "; ".join(f"{n} {res[n]['all'][-1]:.1f}%" for n in names)
@@ -405,11 +411,154 @@ def run_08(seeds: list[int], small: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _swap(source: str, old: str, new: str) -> str:
+    """``source`` with ``old`` (there exactly once, or the notebook changed under the benchmark) replaced by ``new``."""
+    assert source.count(old) == 1, f"the notebook's cell no longer holds {old!r} exactly once"
+    return source.replace(old, new)
+
+
+def run_12(seeds: list[int], small: bool = False) -> str:
+    from course_utils.corpus import CharTokenizer, corpus_splits
+    from course_utils.gpt import GPTConfig, lm_batch, train_lm
+    from course_utils.moe import dense_gpt, expert_load, ffn_parameters, moe_gpt, moe_layers
+    from course_utils.profiles import choose
+    from course_utils.vit import ViT, ViTConfig, digits_splits, digits_tensors, position_similarity, train_classifier
+
+    pick = (lambda **k: k["ci"]) if small else choose  # --small: the ci profile's sizes
+    cpu = torch.device("cpu")
+    quiet = {"torch": torch, "choose": pick, "device": cpu, "print": lambda *a, **k: None}
+    digits = digits_splits(test_fraction=0.25, seed=0)  # section 1's split, the same for every seed
+    (x_train, y_train), (x_test, y_test) = digits_tensors(digits["train"], cpu), digits_tensors(digits["test"], cpu)
+    vit_cell = _cell(NB12, "vit_config = ViTConfig(")
+    vit: dict[str, list] = {"params": [], "early": [], "final": [], "first95": [], "row": [], "col": [], "neither": []}
+    epochs = early = 0
+    t0 = time.perf_counter()
+    for seed in seeds:
+        source = _swap(_swap(vit_cell, "torch.manual_seed(0)", f"torch.manual_seed({seed})"), "seed=0)", f"seed={seed})")
+        ns = dict(quiet, ViTConfig=ViTConfig, ViT=ViT, train_classifier=train_classifier, x_train=x_train,
+                  y_train=y_train, x_test=x_test, y_test=y_test)
+        exec(compile(source, str(NB12), "exec"), ns)
+        acc, epochs = [100 * a for a in ns["vit_history"]["test_acc"]], ns["epochs"]
+        early = min(6, epochs)
+        vit["params"].append(sum(p.numel() for p in ns["vit"].parameters()))
+        vit["early"].append(acc[early - 1])
+        vit["final"].append(acc[-1])
+        vit["first95"].append(next((i + 1 for i, a in enumerate(acc) if a >= 95), None))
+        with torch.no_grad():  # section 4: pairs of patch positions in the same row, the same column, neither
+            sim = position_similarity(ns["vit"].pos_embed[0, 1:].cpu())
+        side = ns["vit_config"].image_size // ns["vit_config"].patch_size
+        r, c = torch.arange(side * side) // side, torch.arange(side * side) % side
+        same_r, same_c = r[:, None] == r[None, :], c[:, None] == c[None, :]
+        different = ~torch.eye(side * side, dtype=torch.bool)
+        vit["row"].append(sim[same_r & different].mean().item())
+        vit["col"].append(sim[same_c & different].mean().item())
+        vit["neither"].append(sim[~same_r & ~same_c].mean().item())
+        print(f"seed {seed}: ViT test accuracy {vit['early'][-1]:.1f}% after {early} epochs, {vit['final'][-1]:.1f}% "
+              f"after {epochs}", flush=True)
+    vit_seconds = time.perf_counter() - t0
+
+    # Section 6: the notebook's own cell, over these seeds, keeping every seed's models (not only seed 0's)
+    source = _swap(_cell(NB12, "builders = {"), "SEEDS = choose(ci=[0], cpu=[0, 1, 2])", f"SEEDS = {list(seeds)!r}")
+    source = _swap(_swap(source, "if seed == 0:", "if True:"), "models[name], histories[name]", "models[seed, name], histories[seed, name]")
+    ns = dict(quiet, corpus_splits=corpus_splits, CharTokenizer=CharTokenizer, GPTConfig=GPTConfig, train_lm=train_lm,
+              dense_gpt=dense_gpt, moe_gpt=moe_gpt, ffn_parameters=ffn_parameters)
+    t0 = time.perf_counter()
+    exec(compile(source, str(NB12), "exec"), ns)
+    names, val_losses, steps = list(ns["builders"]), ns["val_losses"], ns["gpt_steps"]
+    dense, wide, balanced, unbalanced = names
+    routers = {"balanced": balanced, "no balancing": unbalanced}
+    factors = (1.0, 1.25)
+    # the notebook's validation batch (section 6's figures) and its capacity sweep, at the two factors the question asks for
+    probe_x, _ = lm_batch(ns["val_data"], ns["gpt_config"].block_size, 32, torch.Generator().manual_seed(7), cpu)
+    load: dict[str, list[torch.Tensor]] = {r: [] for r in routers}
+    dropped: dict[str, dict[float, list[float]]] = {r: {f: [] for f in factors} for r in routers}
+    for i, seed in enumerate(seeds):
+        for router, name in routers.items():
+            model = ns["models"][seed, name]
+            model.eval()
+            with torch.no_grad():
+                model(probe_x)
+                load[router].append(100 * expert_load(model))  # (layers, E), % of the assignments
+                for factor in factors:
+                    for moe in moe_layers(model):
+                        moe.capacity_factor = factor
+                    model(probe_x)
+                    dropped[router][factor].append(100 * sum(m.dropped for m in moe_layers(model)) / len(moe_layers(model)))
+        print(f"seed {seed}: " + "; ".join(f"{n} {val_losses[n][i]:.3f}" for n in names)
+              + "; dropped at 1.25: " + ", ".join(f"{r} {dropped[r][1.25][-1]:.1f}%" for r in routers), flush=True)
+    gpt_seconds = time.perf_counter() - t0
+    n = len(seeds)
+
+    def spread3(values: list[float]) -> str:
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return f"{statistics.mean(values):.3f} ± {sd:.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+    def shares(router: str, i: int) -> str:
+        per_layer = load[router][i]
+        return "; ".join(f"layer {layer} " + " ".join(f"{v:.0f}" for v in per_layer[layer].tolist())
+                         for layer in range(per_layer.size(0)))
+
+    firsts = ", ".join("never" if f is None else str(f) for f in vit["first95"])
+    cfg = ns["gpt_config"]
+    lines = [f"Notebook 12, `cpu` profile settings, model seeds {seeds} (seed 0 is the notebook's run; the digits' split "
+             f"keeps seed 0), {torch.get_num_threads()} torch thread(s). Mean ± sd [lowest-highest] over the seeds.", "",
+             f"Section 3, the ViT ({vit['params'][0]:,} parameters, {epochs} epochs of batch 32, 450 test digits; "
+             f"{vit_seconds:.0f} s in all):", "",
+             "| seed | " + " | ".join(map(str, seeds)) + " | over the seeds |", "|---|" + "---|" * (n + 1),
+             *([f"| test accuracy after {early} epochs (%) | " + " | ".join(f"{v:.1f}" for v in vit["early"])
+                + f" | {spread(vit['early'])} |"] if early < epochs else []),
+             f"| test accuracy after {epochs} epochs (%) | " + " | ".join(f"{v:.1f}" for v in vit["final"])
+             + f" | {spread(vit['final'])} |",
+             "| first epoch at 95 % test | " + firsts.replace(", ", " | ") + " | |",
+             "| position similarity, same row | " + " | ".join(f"{v:.2f}" for v in vit["row"]) + " | |",
+             "| position similarity, same column | " + " | ".join(f"{v:.2f}" for v in vit["col"]) + " | |",
+             "| position similarity, neither | " + " | ".join(f"{v:.2f}" for v in vit["neither"]) + " | |", "",
+             f"Section 6, four GPTs ({steps} steps of batch 16, d = {cfg.d_model}, {cfg.n_layer} blocks, {cfg.block_size} "
+             f"characters of context; {gpt_seconds:.0f} s in all). Validation loss (nats per character):", "",
+             "| model | " + " | ".join(f"seed {s}" for s in seeds) + " | over the seeds |", "|---|" + "---|" * (n + 1)]
+    lines += [f"| {name} | " + " | ".join(f"{v:.3f}" for v in val_losses[name]) + f" | {spread3(val_losses[name])} |"
+              for name in names]
+    gaps = {"balanced MoE minus dense": [m - d for m, d in zip(val_losses[balanced], val_losses[dense])],
+            "balanced MoE minus wide": [m - w for m, w in zip(val_losses[balanced], val_losses[wide])],
+            "MoE without minus with balancing": [u - b for u, b in zip(val_losses[unbalanced], val_losses[balanced])]}
+    lines += [f"| {name} | " + " | ".join(f"{v:+.3f}" for v in values) + f" | {spread3(values)} |" for name, values in gaps.items()]
+    lines += ["", f"On the notebook's validation batch (32 x {cfg.block_size} characters): share of the assignments per expert (%), per "
+              "layer, and the share dropped (%, mean of the two layers) at capacity factors 1.0 and 1.25:", "",
+              "| seed | router | share per expert | least and most loaded | dropped at 1.0 | dropped at 1.25 |",
+              "|---|---|---|---|---|---|"]
+    for i, seed in enumerate(seeds):
+        for router in routers:
+            lines.append(f"| {seed} | {router} | {shares(router, i)} | {load[router][i].min():.0f}-{load[router][i].max():.0f} "
+                         f"| {dropped[router][1.0][i]:.1f} | {dropped[router][1.25][i]:.1f} |")
+    for router in routers:
+        lows, highs = [float(x.min()) for x in load[router]], [float(x.max()) for x in load[router]]
+        lines.append(f"| all | {router} | | least {min(lows):.0f}-{max(lows):.0f}, most {min(highs):.0f}-{max(highs):.0f} "
+                     f"| {spread(dropped[router][1.0])} | {spread(dropped[router][1.25])} |")
+    claims = {f"the ViT is above 95 % test after {epochs} epochs": sum(a > 95 for a in vit["final"]),
+              f"the ViT reaches 95 % test within two thirds of the epochs ({2 * epochs // 3})":
+              sum(f is not None and f <= 2 * epochs // 3 for f in vit["first95"]),
+              "a row pattern in the position embeddings (same row above neither by 0.05 or more, the notebook's test)":
+              sum(r >= x + 0.05 for r, x in zip(vit["row"], vit["neither"])),
+              "a column pattern (same column above neither by 0.05 or more)":
+              sum(c >= x + 0.05 for c, x in zip(vit["col"], vit["neither"])),
+              "the balanced MoE is below the dense model (equal active parameters)": sum(g < 0 for g in gaps["balanced MoE minus dense"]),
+              "the balanced MoE is below the wide model (equal total parameters)": sum(g < 0 for g in gaps["balanced MoE minus wide"]),
+              "the MoE without balancing is behind the balanced one": sum(g > 0 for g in gaps["MoE without minus with balancing"]),
+              "with balancing every expert gets 20-30 % of the assignments":
+              sum(bool(x.min() >= 20 and x.max() <= 30) for x in load["balanced"]),
+              "with balancing nothing is dropped at capacity factor 1.25": sum(v == 0 for v in dropped["balanced"][1.25]),
+              "without balancing more is dropped than with it, at 1.0 and at 1.25": sum(
+                  all(dropped["no balancing"][f][i] > dropped["balanced"][f][i] for f in factors) for i in range(n))}
+    lines += ["", "| claim | seeds where it held |", "|---|---|"]
+    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "08"], nargs="+",
-                        default=["01", "02", "03", "04", "06", "08"])
+    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "08", "12"], nargs="+",
+                        default=["01", "02", "03", "04", "06", "08", "12"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (both notebooks set one)")
     parser.add_argument("--small", action="store_true", help="tiny data and a few steps: checks that it runs (tests)")
     args = parser.parse_args()
@@ -422,7 +571,8 @@ def main() -> int:
                            ("03", run_03, "Notebook 03: the flagged-digit head over seeds"),
                            ("04", run_04, "Notebook 04: one head against two over seeds"),
                            ("06", run_06, "Notebook 06: the negation task with and without positions over seeds"),
-                           ("08", run_08, "Notebook 08: equal budgets, longer strings and translation over seeds")):
+                           ("08", run_08, "Notebook 08: equal budgets, longer strings and translation over seeds"),
+                           ("12", run_12, "Notebook 12: the ViT and the mixture of experts over seeds")):
         if nb in args.only:
             body = run(args.seeds, args.small)
             body = f"Command: `{command.format(nb=nb)}`\n\n{body}"
