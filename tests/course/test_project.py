@@ -168,14 +168,14 @@ def test_no_public_name_means_two_things():
 
 # Where a module's tests are: a test file mirrors the module's path, tests/<package>/<folders>/test_<module>.py
 # (course_grader/grading/scan.py: tests/course_grader/grading/test_scan.py); or the module's subpackage is
-# tested as a whole beside it, in test_<subpackage>.py (sandbox/: tests/course_grader/sandbox/test_sandbox.py);
+# tested as a whole beside it, in test_<subpackage>.py (checks/: tests/course_utils/checks/test_checks.py);
 # or a whole-course proof in tests/course/ is named for it (tests/course/test_cli.py). The modules tested
 # in a file named for another, by module or by subpackage:
 TESTED_IN = {
     "course_utils.cells": "course/test_release_sync.py", "course_utils.layout": "course/test_project.py",
     "course_utils.execute": "course/test_cli.py", "course_utils.selfcheck": "course/test_cli.py",
     "course_utils.withheld": "course_grader/sandbox/test_withheld.py",
-    "course_utils.protocol": "test_checker.py",  # the two ends of the wire
+    "course_utils.protocol": "course_grader/grading/checker/test_checker.py",  # the two ends of the wire
     "course_grader.demo": "course/test_grading.py", "course_grader.doctor": "course/test_newcomer.py",
     "course_grader.authoring.execute": "course/test_cli.py",
     "course_grader.authoring.release": "course/test_release_sync.py",
@@ -187,7 +187,6 @@ TESTED_IN = {
                     "course_grader/grading/test_grading_pipeline.py"),
     **dict.fromkeys([f"course_grader.grading.{m}" for m in ("gradebook", "tables")],
                     "course_grader/grading/test_tooling_units.py"),
-    "course_utils.checks": "test_checks.py", "course_grader.grading.checker": "test_checker.py",  # not moved yet
 }
 
 

@@ -9,7 +9,7 @@ forked from a *fork server*: one process per grading process (``python -m
 course_grader.grading.checker --fork-server``) that imports the checker's modules, then only forks,
 one child per checker. It never runs a test, never sees a submission, a kernel or a student's name,
 and is single-threaded when it forks: each child starts from the same freshly imported modules, as a
-new ``python -m`` would, and nothing one checker does reaches the next (``tests/test_checker.py``).
+new ``python -m`` would, and nothing one checker does reaches the next (``tests/course_grader/grading/checker/test_checker.py``).
 Where the fork server cannot start (or with ``COURSE_CHECKER_FORK=off``) each checker is its own
 ``python -m course_grader.grading.checker``.
 """
