@@ -5,8 +5,56 @@ ACCEPTED lists alternative right answers (other styles, other loop orders) that 
 
 from course_grader.authoring.mistakes import Accepted, Mistake
 
+_RED_TEAM_SOFTMAX = """\
+def online_softmax(x, block):
+    width = x.shape[-1]
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for start in range(0, width, block):
+        xb = x[..., start:start + block]
+        m_new = torch.maximum(m, xb.amax(-1))
+        shift = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+        l = l * torch.exp(m - shift) + torch.exp(xb - shift[..., None]).sum(-1)
+        m = m_new
+    shift = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    l = torch.where(l == 0, torch.ones_like(l), l)
+    return torch.exp(x - shift[..., None]) / l[..., None]
+"""
+
 MISTAKES = [
     # ---------------------------------------------------------------- online_softmax
+    # blind red team of 13: the prose forbids changing x "not even to mask a row of -inf and restore it";
+    # the values come back, the version counter does not (the kernel's agent compares both)
+    Mistake(
+        cell="online_softmax",
+        name="-inf replaced in place in x, then restored",
+        rejected_by=("test_online_softmax",),
+        source="""\
+def online_softmax(x, block):
+    neg = torch.isneginf(x)
+    x.masked_fill_(neg, -1e30)
+    m = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)
+    l = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    for start in range(0, x.shape[-1], block):
+        xb = x[..., start:start + block]
+        m_new = torch.maximum(m, xb.amax(-1))
+        l = l * torch.exp(m - m_new) + torch.exp(xb - m_new[..., None]).sum(-1)
+        m = m_new
+    out = torch.exp(x - m[..., None]) / l[..., None]
+    out = out.masked_fill(neg.all(-1, keepdim=True), 0.0)
+    x.masked_fill_(neg, float("-inf"))
+    return out
+""",
+        kind="autograd",
+    ),
+    Mistake(
+        cell="online_softmax",
+        name="block size ignored: one entry at a time (values right)",
+        rejected_by=("test_online_softmax",),
+        source=_RED_TEAM_SOFTMAX.replace("range(0, width, block)", "range(0, width, 1)").replace(
+            "start:start + block]", "start:start + 1]"),
+        kind="argument",
+    ),
     Mistake(
         cell="online_softmax",
         name="running sum not rescaled when the max grows",

@@ -461,7 +461,9 @@ def _snapshot(value: Any) -> Any:
         if data.device.type != "meta":
             flat = torch.empty(data.numel(), dtype=data.dtype, device="cpu").copy_(data.cpu().reshape(-1))
             raw = flat.view(torch.uint8).numpy().tobytes()
-        return (tuple(data.shape), data.dtype, value.requires_grad, raw)
+        # the version counter: an argument changed in place and restored has the same bytes, not the same
+        # version (blind red team of 13: masked, computed on, then unmasked)
+        return (tuple(data.shape), data.dtype, value.requires_grad, raw, value._version)
     if isinstance(value, torch.Generator):
         return bytes(value.get_state().numpy().tobytes())
     if isinstance(value, torch.nn.Module):

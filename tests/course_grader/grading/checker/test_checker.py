@@ -233,8 +233,13 @@ def test_an_undeclared_in_place_change_fails_and_never_rewrites_the_tests_inputs
         "    return torch.zeros_like(V)\n"
         "def tidy(tokens):\n    tokens.append('<eos>')\n    return len(tokens)\n"
         "def evaluate(model):\n    model.eval()\n    return 0\n"
+        "def masked_and_restored(x):\n    neg = torch.isneginf(x)\n    x.masked_fill_(neg, -1e30)\n"
+        "    out = x.softmax(-1)\n    x.masked_fill_(neg, float('-inf'))\n    return out\n"
     )
     for test, what in [
+        # blind red team of 13: the same bytes after the call, not the same version
+        ("x = torch.tensor([[0.0, float('-inf')]])\ncheck_close(masked_and_restored(x), torch.tensor([[1.0, 0.0]]), 'softmax')\n",
+         "argument 1 (a tensor)"),
         ("torch.manual_seed(0)\nQ = torch.randn(2, 3)\ncheck_close(attention(Q, Q, Q), Q @ Q.T @ Q, 'attention')\n",
          "argument 1 (a tensor)"),
         ("tokens = ['a']\ncheck(tidy(tokens) == 2, 'length')\n", "argument 1 (a list)"),
