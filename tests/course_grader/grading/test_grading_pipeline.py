@@ -197,6 +197,7 @@ def test_grade_before_release_says_so(tmp_path):
     assert f"assignment '{A}' is not in the gradebook" in result.stderr
     assert f"Run `course release {A}` first" in result.stderr
     assert "nbgrader could not grade" not in result.stdout + result.stderr
+    assert "autograding" not in result.stdout  # grade() checks the release before any backend starts
     assert (folder / f"{A}.ipynb").is_file()  # nothing was moved or graded
     feedback = _course_cli("feedback", A, course=course)
     assert feedback.returncode != 0 and f"Run `course release {A}` first" in feedback.stderr

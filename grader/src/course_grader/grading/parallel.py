@@ -31,7 +31,7 @@ from course_grader.grading.outcome import GradingRun, StudentResult, student_res
 from course_grader.grading.runner import autograde_students, write_course_config
 from course_grader.grading.submissions import submitted_students
 
-__all__ = ["autograde_parallel", "default_workers", "record_executed", "RECORD_ONLY"]
+__all__ = ["autograde_parallel", "grade_on_cores", "default_workers", "record_executed", "RECORD_ONLY"]
 
 # nbgrader settings of the record phase: read the outputs, run nothing.
 RECORD_ONLY: dict[str, dict[str, Any]] = {
@@ -111,8 +111,13 @@ def autograde_parallel(
     assignment is not in the gradebook.
     """
     require_assignment(course.db_url, assignment)
-    students = submitted_students(course, assignment, students)
-    workers = workers or default_workers()
+    return grade_on_cores(course, assignment, submitted_students(course, assignment, students),
+                          workers or default_workers())
+
+
+def grade_on_cores(course: Course, assignment: str, students: Sequence[str], workers: int) -> GradingRun:
+    """:func:`autograde_parallel` of ``students`` as given: the assignment released and the students'
+    submissions found by the caller (:func:`~course_grader.grading.pipeline.grade` checks both once)."""
     results: dict[str, StudentResult] = {}
     logs: list[str] = []
     # private (0700) and outside the course directory: kernels never see it

@@ -76,9 +76,12 @@ def grade(
     Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when an assignment is
     not in the gradebook.
     """
+    from course_grader.grading.gradebook import require_assignment
     from course_grader.grading.manual_view import write_views
     from course_grader.grading.submissions import format_problems, inspect_submissions, record_zero, submitted_students
 
+    for name in assignments:  # before anything is inspected or recorded; the backends trust it
+        require_assignment(course.db_url, name)
     only = list(students) if students else None
     report = GradeReport(course, list(assignments), only)
     to_grade: dict[str, list[str]] = {}
@@ -131,12 +134,12 @@ def _serial(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> di
 def _on_cores(workers: int) -> Backend:
     """``workers`` students at once on this machine (:mod:`~course_grader.grading.parallel`)."""
     def run(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
-        from course_grader.grading.parallel import autograde_parallel
+        from course_grader.grading.parallel import grade_on_cores
 
         runs = {}
         for name, names in graded.items():
             say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
-            runs[name] = autograde_parallel(course, name, names, workers=workers)
+            runs[name] = grade_on_cores(course, name, names, workers)
         return runs
     return run
 

@@ -74,16 +74,15 @@ def autograde(course: Course, assignment: str, students: Sequence[str] | None = 
     """
     from course_grader.grading.submissions import submitted_students
 
+    require_assignment(course.db_url, assignment)
     students = submitted_students(course, assignment, students)
     return autograde_many(course, {assignment: students})[assignment]
 
 
 def autograde_many(course: Course, students: Mapping[str, Sequence[str]]) -> dict[str, GradingRun]:
     """:func:`autograde` for several assignments (``assignment -> students``) in one nbgrader process:
-    ``assignment -> GradingRun``. Raises :class:`AssignmentNotReleased` before grading anything when
-    one of them is not in the gradebook."""
-    for assignment in students:
-        require_assignment(course.db_url, assignment)
+    ``assignment -> GradingRun``. The assignments released and the students found: the caller checks
+    (:func:`autograde`, :func:`~course_grader.grading.pipeline.grade`)."""
     jobs = [(assignment, student) for assignment, names in students.items() for student in names]
     outcomes, log = autograde_jobs(course.root, jobs, settings=course.settings)
     return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)], course.db_url)
