@@ -2,6 +2,21 @@
 
 from course_grader.authoring.mistakes import Accepted, Mistake
 
+# a greedy loop with a tensor counter read in an `if` (meta cannot run it), `keep` made without device=
+_COUNTED_KEEP = """\
+def capacity_keep(experts, n_experts, capacity):
+    N, k = experts.shape
+    keep = torch.zeros(N, k, dtype=torch.bool)
+    counts = torch.zeros(n_experts, dtype=torch.long)
+    for j in range(k):
+        for n in range(N):
+            e = int(experts[n, j])
+            if counts[e] < capacity:
+                keep[n, j] = True
+                counts[e] += 1
+    return keep
+"""
+
 MISTAKES = [
     # ---------------------------------------------------------------- patchify
     Mistake(kind="logic", cell="patchify", name="patch order column-major (rows and columns swapped)",
@@ -158,17 +173,7 @@ MISTAKES = [
     # the result made without device=: a CPU tensor for GPU inputs
     Mistake(kind="device", cell="capacity_keep", name="loop with tensor counters, keep made without device",
             rejected_by=("test_capacity_keep",),
-            source=("def capacity_keep(experts, n_experts, capacity):\n"
-                    "    N, k = experts.shape\n"
-                    "    keep = torch.zeros(N, k, dtype=torch.bool)\n"
-                    "    counts = torch.zeros(n_experts, dtype=torch.long)\n"
-                    "    for j in range(k):\n"
-                    "        for n in range(N):\n"
-                    "            e = int(experts[n, j])\n"
-                    "            if counts[e] < capacity:\n"
-                    "                keep[n, j] = True\n"
-                    "                counts[e] += 1\n"
-                    "    return keep\n")),
+            source=_COUNTED_KEEP),
     Mistake(kind="reference", cell="capacity_keep", name="reference import", rejected_by=("test_capacity_keep",),
             source="from course_utils.moe import capacity_keep\n"),
     # second blind red team (round 2): a softmax by hand with no max subtraction
@@ -269,17 +274,7 @@ ACCEPTED = [
                      "    ids, counts = torch.unique(experts, return_counts=True)\n"
                      "    return E * (counts.to(probs.dtype) / experts.numel() * probs.mean(0)[ids]).sum()\n")),
     Accepted(cell="capacity_keep", name="loop with CPU tensor counters, keep moved to the input's device",
-             source=("def capacity_keep(experts, n_experts, capacity):\n"
-                     "    N, k = experts.shape\n"
-                     "    keep = torch.zeros(N, k, dtype=torch.bool)\n"
-                     "    counts = torch.zeros(n_experts, dtype=torch.long)\n"
-                     "    for j in range(k):\n"
-                     "        for n in range(N):\n"
-                     "            e = int(experts[n, j])\n"
-                     "            if counts[e] < capacity:\n"
-                     "                keep[n, j] = True\n"
-                     "                counts[e] += 1\n"
-                     "    return keep.to(experts.device)\n")),
+             source=_COUNTED_KEEP.replace("return keep\n", "return keep.to(experts.device)\n")),
     Accepted(cell="capacity_keep", name="Python counters, result on the input's device",
              source=("def capacity_keep(experts, n_experts, capacity):\n"
                      "    N, k = experts.shape\n"

@@ -120,15 +120,21 @@ class NewTensorsOnMeta(_RemoteTorchMode):
     remote = (Mode.NEW_ON_META,)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        from torch.utils._device import _device_constructors
-
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        keeps_device = func in (torch.as_tensor, torch.asarray) and bool(args) and isinstance(args[0], torch.Tensor)
-        if (func in _device_constructors() and kwargs.get("device") is None and isinstance(out, torch.Tensor)
-                and out.dim() > 0 and not keeps_device):
+        if _made_without_device(func, args, kwargs) and isinstance(out, torch.Tensor) and out.dim() > 0:
             return out.to("meta")
         return out
+
+
+def _made_without_device(func: Any, args: Sequence[Any], kwargs: dict) -> bool:
+    """Whether ``func(*args, **kwargs)`` makes a new tensor without being told its device:
+    a factory (``zeros``, ``arange``, ``tensor``...) without ``device=``, except ``as_tensor(t)``
+    of a tensor, which makes nothing new and keeps ``t``'s device."""
+    from torch.utils._device import _device_constructors
+
+    keeps_device = func in (torch.as_tensor, torch.asarray) and bool(args) and isinstance(args[0], torch.Tensor)
+    return func in _device_constructors() and kwargs.get("device") is None and not keeps_device
 
 
 def _names_a_device(args: Sequence[Any], kwargs: dict) -> bool:
@@ -174,15 +180,11 @@ class NewTensorsTracked(_RemoteTorchMode):
                 self._tracked[id(t)] = t
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
-        from torch.utils._device import _device_constructors
-
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = getattr(func, "__name__", str(func))
-        if func in _device_constructors():
-            keeps_device = func in (torch.as_tensor, torch.asarray) and bool(args) and isinstance(args[0], torch.Tensor)
-            if kwargs.get("device") is None and not keeps_device:
-                self._track(out)
+        if _made_without_device(func, args, kwargs):
+            self._track(out)
             return out
         tensors = [t for t in tensors_in((list(args), kwargs)) if t.dim() > 0]
         tracked = [t for t in tensors if self._is_tracked(t)]
@@ -209,6 +211,10 @@ class NewTensorsTracked(_RemoteTorchMode):
             self.found.append("returned")
 
 
+_NOT_FOLLOWING = ("returned a tensor created without device=: it does not follow its inputs' device. "
+                  "On a GPU it would come back on the CPU.")
+
+
 def _tracked_run(fn: Callable[..., Any], args: Any, kwargs: Any, name: str, hint: str) -> None:
     """Run ``fn`` under :class:`NewTensorsTracked`; fail on what it found (its own errors are the
     other tests' business)."""
@@ -227,8 +233,7 @@ def _tracked_run(fn: Callable[..., Any], args: Any, kwargs: Any, name: str, hint
         _fail(f"{name} mixes devices: {found[0]} received a tensor on the inputs' device and one created "
               "inside the function without device=; on a GPU this call would crash.", hint)
     if tracked.found:
-        _fail(f"{name} returned a tensor created without device=: it does not follow its inputs' "
-              "device. On a GPU it would come back on the CPU.", hint)
+        _fail(f"{name} {_NOT_FOLLOWING}", hint)
 
 
 def check_device_dtype(
@@ -305,8 +310,7 @@ def check_device_dtype(
             _tracked_run(fn, args, kwargs, name, device_hint)
         else:
             if inputs and any(t.device.type == "meta" for t in tensors_in(out)):
-                _fail(f"{name} returned a tensor created without device=: it does not follow its inputs' "
-                      "device. On a GPU it would come back on the CPU.", device_hint)
+                _fail(f"{name} {_NOT_FOLLOWING}", device_hint)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = fn(*args, **kwargs)

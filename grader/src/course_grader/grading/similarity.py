@@ -84,6 +84,7 @@ import csv
 import importlib
 import importlib.util
 import inspect
+import math
 import re
 import textwrap
 from collections import Counter
@@ -322,8 +323,6 @@ def similar_pairs(prints: Mapping[str, frozenset], threshold: float) -> list[tup
     compared with a handful of classmates, not with the whole class (1,000 students: about half a
     million pairs per cell otherwise).
     """
-    import math
-
     if threshold <= 0:  # every pair qualifies
         return [(a, b, similarity(prints[a], prints[b])) for a, b in combinations(sorted(prints), 2)]
     frequency = Counter(g for grams in prints.values() for g in grams)
