@@ -40,6 +40,20 @@ def test_a_course_opened_in_another_profile_gets_that_profiles_limit(course_dir,
     assert course.profile == "cpu" and course.cell_timeout == 900
 
 
+def test_a_course_keeps_the_configuration_it_read_once_in_its_profile(course_dir, monkeypatch):
+    """Recording and the Dask bundle use the configuration `Course.open` read (in the grading profile,
+    whatever the shell says), not a second reading of nbgrader_config.py in the shell's profile."""
+    monkeypatch.setenv("COURSE_PROFILE", "cpu")
+    monkeypatch.delenv("COURSE_CELL_TIMEOUT", raising=False)
+    course = Course.open(course_dir)
+    config = course.nbgrader_config()
+    assert config.Execute.timeout == course.cell_timeout == 120  # ci's limit, not cpu's 900
+    config.Execute.timeout = 5
+    assert course.nbgrader_config().Execute.timeout == 120, "each caller gets a copy"
+    with pytest.raises(ValueError, match="use Course.open"):
+        Course(course.root, course.db_url).nbgrader_config()
+
+
 def test_a_course_names_its_assignments_and_refuses_unknown_ones(course_dir):
     course = Course.open(course_dir)
     assert course.assignments() == ["00_welcome"]

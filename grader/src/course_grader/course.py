@@ -7,9 +7,10 @@ Every verb builds a :class:`Course` with :meth:`Course.open` and passes it on, s
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -89,13 +90,15 @@ class Course:
     ``db_url``: the gradebook nbgrader's configuration names (sqlite or PostgreSQL);
     ``settings``: how its submissions are graded (:class:`GradingSettings`; ``profile`` and
     ``cell_timeout`` read them); ``directories``: the folder each nbgrader step is kept in
-    (:meth:`path`), as its configuration names them.
+    (:meth:`path`), as its configuration names them; ``config``: that configuration as
+    :meth:`open` read it (:meth:`nbgrader_config` hands out copies).
     """
 
     root: Path
     db_url: str
     settings: GradingSettings = GradingSettings()
     directories: tuple[tuple[str, str], ...] = ()  # (step, folder name) as nbgrader's configuration sets them
+    config: Any = field(default=None, compare=False, repr=False)  # nbgrader's traitlets Config, read in the profile
 
     @property
     def profile(self) -> str:
@@ -127,12 +130,19 @@ class Course:
                 config = nbgrader_config(root)
                 timeout = config.Execute.timeout if "Execute" in config and "timeout" in config.Execute else None
                 settings = GradingSettings(profile, int(timeout) if timeout else None, sandbox, wall_limit)
-                return cls(root, configured_db_url(config, root), settings, _directories(config))
+                return cls(root, configured_db_url(config, root), settings, _directories(config), config)
             finally:
                 if previous is None:
                     os.environ.pop("COURSE_PROFILE", None)
                 else:
                     os.environ["COURSE_PROFILE"] = previous
+
+    def nbgrader_config(self) -> Any:
+        """A copy of nbgrader's configuration for this course, as :meth:`open` read it once in the grading
+        profile (nbgrader_config.py sizes the limits by the profile)."""
+        if self.config is None:
+            raise ValueError(f"this Course ({self.root}) was built without nbgrader's configuration: use Course.open")
+        return copy.deepcopy(self.config)
 
     # nbgrader's folders, by step: the names nbgrader_config.py gives CourseDirectory (solutions/ and
     # notebooks/ for source and release), nbgrader's own defaults where it gives none

@@ -198,6 +198,13 @@ def test_grade_before_release_says_so(tmp_path):
     assert f"Run `course release {A}` first" in result.stderr
     assert "nbgrader could not grade" not in result.stdout + result.stderr
     assert "autograding" not in result.stdout  # grade() checks the release before any backend starts
+    # ... the Dask backend too: no scheduler is contacted (none listens there), and its direct caller checks as well
+    on_dask = _course_cli("grade", A, "--no-sandbox", "--scheduler", "tcp://127.0.0.1:9", course=course)
+    assert on_dask.returncode != 0 and f"Run `course release {A}` first" in on_dask.stderr, on_dask.stderr
+    assert "Dask" not in on_dask.stdout
+    from course_grader.grading.dask_grading import autograde_dask
+    with pytest.raises(AssignmentNotReleased, match=rf"course release {A}"):
+        autograde_dask(Course.open(course), {A: ["ada"]}, "tcp://127.0.0.1:9")
     assert (folder / f"{A}.ipynb").is_file()  # nothing was moved or graded
     feedback = _course_cli("feedback", A, course=course)
     assert feedback.returncode != 0 and f"Run `course release {A}` first" in feedback.stderr

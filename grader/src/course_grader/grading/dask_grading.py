@@ -55,6 +55,7 @@ __all__ = [
     "SubmissionResult",
     "assignment_bundle",
     "execute_submission",
+    "autograde_dask",
     "grade_on_dask",
     "journal_path",
     "MAX_RESUBMITS",
@@ -145,13 +146,9 @@ def _digest(*parts: Mapping[str, bytes] | str) -> str:
 
 def assignment_bundle(course: Course, assignment: str) -> AssignmentBundle:
     """The :class:`AssignmentBundle` of ``assignment``: built once per run, sent to the cluster once."""
-    from unittest import mock
+    from course_grader.grading.gradebook import copy_assignment_definition
 
-    from course_grader.grading.gradebook import copy_assignment_definition, nbgrader_config
-    from course_grader.grading.runner import grading_env
-
-    with mock.patch.dict(os.environ, grading_env(course.settings)):  # as the nbgrader process of a local run reads it
-        config = json.loads(json.dumps(nbgrader_config(course.root)))
+    config = json.loads(json.dumps(course.nbgrader_config()))  # read in the grading profile, as a local run's nbgrader
     for key in ("root", "db_url"):
         config.get("CourseDirectory", {}).pop(key, None)
     for section in ("Exchange", "ExchangeFactory"):
@@ -375,6 +372,20 @@ def _bundle(bundle: AssignmentBundle) -> AssignmentBundle:
     return bundle
 
 
+def autograde_dask(course: Course, classes: Mapping[str, Sequence[str]], scheduler: Any,
+                   **options: Any) -> list[GradingRun]:
+    """:func:`grade_on_dask` after checking that every assignment of ``classes`` is released.
+
+    Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased` when one is not in the
+    gradebook (nothing is graded then).
+    """
+    from course_grader.grading.gradebook import require_assignment
+
+    for name in classes:
+        require_assignment(course.db_url, name)
+    return grade_on_dask(course, classes, scheduler, **options)
+
+
 def grade_on_dask(
     course: Course,
     classes: Mapping[str, Sequence[str]],
@@ -395,16 +406,13 @@ def grade_on_dask(
     student is reported failed, saying so); each student is recorded at most once.
 
     Submissions recorded by an earlier run, unchanged since (same submission, same assignment),
-    are not graded again. Raises :class:`~course_grader.grading.gradebook.AssignmentNotReleased`
-    when an assignment is not in the gradebook.
+    are not graded again. The assignments released and the students' submissions found are the
+    caller's to check (:func:`~course_grader.grading.pipeline.grade` checks both once;
+    :func:`autograde_dask` checks the release first).
     """
     from distributed import Client, as_completed
     from tqdm import tqdm
 
-    from course_grader.grading.gradebook import require_assignment
-
-    for name in classes:
-        require_assignment(course.db_url, name)
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     results: dict[tuple[str, str], StudentResult] = {}
     try:
@@ -480,7 +488,7 @@ def grade_on_dask(
                     elif result.outcome.get("wall_limit"):
                         results[(name, student)] = StudentResult(student, name, "failed", result.outcome["error"])
                     else:
-                        results[(name, student)] = student_result(student, name, result.outcome, course.db_url)
+                        results[(name, student)] = student_result(student, name, result.outcome)
                     bar.update()
                 # at most `batch` per recording: an interrupted client has lost at most one batch's work
                 while len(pending) >= batch or (pending and time.monotonic() - last >= batch_seconds):

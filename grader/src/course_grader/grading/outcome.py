@@ -91,7 +91,7 @@ def _with_error(explanation: str, error: str) -> str:
     return f"{explanation} ({error})" if error and error not in explanation else explanation
 
 
-def student_result(student: str, assignment: str, outcome: Mapping[str, Any], db_url: str = "") -> StudentResult:
+def student_result(student: str, assignment: str, outcome: Mapping[str, Any]) -> StudentResult:
     """A :class:`StudentResult` from nbgrader's ``NbGraderAPI.autograde`` outcome for this
     student alone (``success``, ``error``, ``log``).
 
@@ -106,7 +106,7 @@ def student_result(student: str, assignment: str, outcome: Mapping[str, Any], db
     if outcome.get("process_died"):
         reason = _with_error(str(outcome["error"]), _last_exception(str(outcome.get("log", ""))))
     elif _NOT_RELEASED.search(text):
-        reason = str(AssignmentNotReleased(assignment, db_url or "the configured gradebook"))
+        reason = str(AssignmentNotReleased(assignment, "the configured gradebook"))
     elif sandbox and sandbox.group("kind") == "SandboxLimitError":
         detail = re.sub(r"^Kernel died:\s*", "", sandbox.group("message").strip())
         reason = f"the kernel died while running the notebook: {detail} (SandboxLimitError)"

@@ -68,7 +68,7 @@ def _grade_group(
     executed: dict[str, Path] = {}
     failed: list[StudentResult] = []
     for student in group:
-        result = student_result(student, assignment, outcomes[student], course.db_url)
+        result = student_result(student, assignment, outcomes[student])
         folder = scratch.path("autograded", student, assignment)
         if result.status == "graded" and folder.is_dir():
             executed[student] = folder
@@ -94,7 +94,7 @@ def record_executed(course: Course, assignment: str, staging: Path) -> tuple[dic
             shutil.copy2(timestamp, target)
     config: dict[str, dict[str, Any]] = {**RECORD_ONLY, "CourseDirectory": {"submitted_directory": str(staging)}}
     outcomes, log = autograde_students(course.root, assignment, graded, settings=course.settings, config=config)
-    return {s: student_result(s, assignment, outcomes[s], course.db_url) for s in graded}, log
+    return {s: student_result(s, assignment, outcomes[s]) for s in graded}, log
 
 
 def autograde_parallel(

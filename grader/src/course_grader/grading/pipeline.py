@@ -99,9 +99,14 @@ def grade(
         if not to_grade[name]:
             say(f"{name}: no submissions to grade")
     graded = {name: names for name, names in to_grade.items() if names}
-    backend = (_on_dask(scheduler) if scheduler is not None
-               else _serial if workers <= 1 else _on_cores(workers))
-    runs = backend(course, graded, say) if graded else {}
+    if not graded:
+        runs: dict[str, GradingRun] = {}
+    elif scheduler is not None:
+        runs = _on_dask(course, graded, say, scheduler=scheduler)
+    elif workers > 1:
+        runs = _on_cores(course, graded, say, workers=workers)
+    else:
+        runs = _serial(course, graded, say)
     for name in assignments:  # every backend's results recorded, and the written answers viewed, the same way
         report.results += first[name]
         if name in runs:
@@ -116,10 +121,9 @@ def grade(
 
 
 # The grading backends: each grades ``assignment -> students`` of a course (the release checked and the
-# students resolved by grade(), which trusts nothing else they say) and returns ``assignment -> GradingRun``;
-# grade() records what they return the one same way.
+# students resolved by grade(), which trusts nothing else they say), configured by its keywords, and returns
+# ``assignment -> GradingRun``; grade() records what they return the one same way.
 Say = Callable[[str], None]
-Backend = Callable[[Course, Mapping[str, Sequence[str]], Say], dict[str, GradingRun]]
 
 
 def _serial(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
@@ -131,25 +135,21 @@ def _serial(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> di
     return autograde_many(course, graded)
 
 
-def _on_cores(workers: int) -> Backend:
+def _on_cores(course: Course, graded: Mapping[str, Sequence[str]], say: Say, *, workers: int) -> dict[str, GradingRun]:
     """``workers`` students at once on this machine (:mod:`~course_grader.grading.parallel`)."""
-    def run(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
-        from course_grader.grading.parallel import grade_on_cores
+    from course_grader.grading.parallel import grade_on_cores
 
-        runs = {}
-        for name, names in graded.items():
-            say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
-            runs[name] = grade_on_cores(course, name, names, workers)
-        return runs
-    return run
+    runs = {}
+    for name, names in graded.items():
+        say(f"autograding {name}: {len(names)} students, {workers} worker(s), profile {course.profile!r} ...")
+        runs[name] = grade_on_cores(course, name, names, workers)
+    return runs
 
 
-def _on_dask(scheduler: Any) -> Backend:
+def _on_dask(course: Course, graded: Mapping[str, Sequence[str]], say: Say, *, scheduler: Any) -> dict[str, GradingRun]:
     """Every notebook of every assignment on the Dask cluster at ``scheduler`` at once."""
-    def run(course: Course, graded: Mapping[str, Sequence[str]], say: Say) -> dict[str, GradingRun]:
-        from course_grader.grading.dask_grading import grade_on_dask
+    from course_grader.grading.dask_grading import grade_on_dask
 
-        say(f"autograding {', '.join(graded)} on the Dask cluster at {scheduler}: "
-            f"{sum(map(len, graded.values()))} notebooks, profile {course.profile!r} ...")
-        return {run.assignment: run for run in grade_on_dask(course, graded, scheduler)}
-    return run
+    say(f"autograding {', '.join(graded)} on the Dask cluster at {scheduler}: "
+        f"{sum(map(len, graded.values()))} notebooks, profile {course.profile!r} ...")
+    return {run.assignment: run for run in grade_on_dask(course, graded, scheduler)}

@@ -53,9 +53,9 @@ def record_executed_notebooks(
     from nbgrader.preprocessors import AssignLatePenalties
     from sqlalchemy.exc import SAWarning
 
-    from course_grader.grading.gradebook import _CWD_LOCK, fast_gradebook_creation, nbgrader_config
+    from course_grader.grading.gradebook import _CWD_LOCK, fast_gradebook_creation
 
-    config = nbgrader_config(course.root)
+    config = course.nbgrader_config()
     db_url = course.db_url
     with _CWD_LOCK, contextlib.chdir(course.root):  # nbgrader's root defaults to the working directory
         coursedir = CourseDirectory(config=config)

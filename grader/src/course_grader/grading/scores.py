@@ -85,7 +85,7 @@ def autograde_many(course: Course, students: Mapping[str, Sequence[str]]) -> dic
     (:func:`autograde`, :func:`~course_grader.grading.pipeline.grade`)."""
     jobs = [(assignment, student) for assignment, names in students.items() for student in names]
     outcomes, log = autograde_jobs(course.root, jobs, settings=course.settings)
-    return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)], course.db_url)
+    return {assignment: GradingRun(assignment, [student_result(s, assignment, outcomes[(assignment, s)])
                                                 for s in names], log)
             for assignment, names in students.items()}
 
