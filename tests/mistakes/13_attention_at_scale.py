@@ -1081,3 +1081,123 @@ def decoder_kv_cache_bytes(config, T, batch, dtype):
         checked_by=('test_kv_cache_bytes',),
     ),
 ]
+
+
+# Closing the blind red team's escapes (issue 36): work the tests did not measure, and visible hints that blamed the rescaling.
+MISTAKES += [
+    Mistake(
+        cell="online_softmax",
+        name="final pass in place on x (x.sub_(...).exp_().div_(...))",
+        rejected_by=("test_online_softmax",),
+        replace=(("return torch.exp(x - shift[..., None]) / torch.where(l > 0, l, torch.ones_like(l))[..., None]",
+                  "return x.sub_(shift[..., None]).exp_().div_(torch.where(l > 0, l, torch.ones_like(l))[..., None])"),),
+        kind="autograd",
+    ),
+    Mistake(
+        cell="online_softmax",
+        name="block max over all rows (chunk.max() without dim)",
+        rejected_by=("test_online_softmax",),
+        replace=(("m_new = torch.maximum(m, chunk.amax(dim=-1))", "m_new = torch.maximum(m, chunk.max().expand_as(m))"),),
+        kind="logic",
+    ),
+    Mistake(
+        cell="tiled_attention",
+        name="scores scaled by 1/sqrt(d_v) instead of 1/sqrt(d)",
+        rejected_by=("test_tiled_attention",),
+        replace=(("scale = 1.0 / math.sqrt(q.shape[-1])", "scale = 1.0 / math.sqrt(v.shape[-1])"),),
+        kind="argument",
+    ),
+    Mistake(
+        cell="tiled_attention",
+        name="the last, shorter query block dropped (zeros left in its rows)",
+        rejected_by=("test_tiled_attention",),
+        replace=(("for q0 in range(0, T_q, block_q):", "for q0 in range(0, T_q - block_q + 1, block_q):"),
+                 ("    return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)",
+                  "    out = q.new_zeros((*lead, T_q, v.shape[-1]))\n"
+                  "    lse = torch.full((*lead, T_q), float(\"-inf\"), dtype=acc, device=q.device)\n"
+                  "    n = sum(part.shape[-2] for part in outs)\n"
+                  "    if outs:\n"
+                  "        out[..., :n, :] = torch.cat(outs, dim=-2)\n"
+                  "        lse[..., :n] = torch.cat(lses, dim=-1)\n"
+                  "    return out, lse")),
+        kind="boundary",
+    ),
+    # values right, one wholly masked tile per query block computed: 151 of 256 tiles (the bytes stay under 3/4)
+    Mistake(
+        cell="tiled_attention",
+        name="causal skip off by one: the key block just past the diagonal computed, then masked",
+        rejected_by=("test_tiled_attention_memory",),
+        replace=(("range(0, min(T_k, q1) if causal else T_k, block_k)", "range(0, min(T_k, q1 + 1) if causal else T_k, block_k)"),),
+        kind="boundary",
+    ),
+    Mistake(
+        cell="tiled_attention",
+        name="lse returned in bfloat16 for bfloat16 inputs",
+        rejected_by=("test_tiled_attention",),
+        replace=(("return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)", "return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1).to(q.dtype)"),),
+        kind="dtype",
+    ),
+    # bfloat16 inputs at T = 512: about 1% relative gradient error against 0.25% with float32 sums (the float64 tests cannot see it)
+    Mistake(
+        cell="TiledAttention",
+        name="backward sums in the input dtype (bfloat16 tiles and accumulators)",
+        rejected_by=("test_TiledAttention",),
+        replace=(("        acc = torch.promote_types(q.dtype, torch.float32)\n", "        acc = q.dtype\n"),),
+        kind="dtype",
+    ),
+    Mistake(
+        cell="TiledAttention",
+        name="backward masks the causal blocks above the diagonal instead of skipping them",
+        rejected_by=("test_TiledAttention",),
+        replace=(("            for k0 in range(0, min(T_k, q1) if causal else T_k, block_k):\n",
+                  "            for k0 in range(0, T_k, block_k):\n"),),
+        kind="argument",
+    ),
+]
+
+ACCEPTED += [
+    # skips more than the causal blocks: the fully padded key blocks too (the products are counted without padding)
+    Accepted(
+        cell="tiled_attention",
+        name="right: float64 state always, skips fully padded key blocks as well as causal ones",
+        checked_by=("test_tiled_attention", "test_tiled_attention_memory"),
+        source="""\
+def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):
+    B, H, T_q, d = q.shape
+    T_k, d_v = k.shape[-2], v.shape[-1]
+    acc = torch.float64
+    scale = 1.0 / math.sqrt(d)
+    outs, lses = [], []
+    for i0 in range(0, T_q, block_q):
+        i1 = min(i0 + block_q, T_q)
+        qi = q[:, :, i0:i1].to(acc)
+        m = torch.full((B, H, i1 - i0), float("-inf"), dtype=acc, device=q.device)
+        l = torch.zeros((B, H, i1 - i0), dtype=acc, device=q.device)
+        o = torch.zeros((B, H, i1 - i0, d_v), dtype=acc, device=q.device)
+        for j0 in range(0, T_k, block_k):
+            if causal and j0 > i1 - 1:
+                break
+            j1 = min(j0 + block_k, T_k)
+            if key_padding_mask is not None and not bool(key_padding_mask[:, j0:j1].any()):
+                continue
+            s = qi @ k[:, :, j0:j1].to(acc).transpose(-2, -1) * scale
+            if key_padding_mask is not None:
+                s = s.masked_fill(~key_padding_mask[:, None, None, j0:j1], float("-inf"))
+            if causal and j1 - 1 > i0:
+                rows = torch.arange(i0, i1, device=q.device)[:, None]
+                cols = torch.arange(j0, j1, device=q.device)[None, :]
+                s = s.masked_fill(cols > rows, float("-inf"))
+            m_new = torch.maximum(m, s.amax(-1))
+            shift = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+            alpha = torch.exp(m - shift)
+            p = torch.exp(s - shift[..., None])
+            l = alpha * l + p.sum(-1)
+            o = alpha[..., None] * o + p @ v[:, :, j0:j1].to(acc)
+            m = m_new
+        safe = torch.where(l > 0, l, torch.ones_like(l))
+        outs.append((o / safe[..., None]).to(q.dtype))
+        lses.append(torch.where(l > 0, m + torch.log(safe), torch.full_like(m, float("-inf"))).to(torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype))
+    return torch.cat(outs, dim=2), torch.cat(lses, dim=2)
+""",
+    ),
+]
