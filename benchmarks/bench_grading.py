@@ -113,6 +113,8 @@ def main() -> int:
     parser.add_argument("--assignments", nargs="*", default=None,
                         help="--part ratio: the notebooks to time (default: every assignment)")
     parser.add_argument("--ratio-repeats", type=int, default=3, help="--part ratio: interleaved rounds")
+    parser.add_argument("--ratio-workers", type=int, default=1,
+                        help="--part ratio: also grade the class with --workers N, against N bare executions at once")
     parser.add_argument("--ratio-class", type=int, default=2,
                         help="--part ratio: also grade a class of N solution submissions in one command (the cost of each notebook after the first)")
     parser.add_argument("--sim-students", type=int, default=1000)
@@ -212,11 +214,10 @@ def recording_cost(fresh: Path, graded: Path, assignment: str, students: list[st
     client's path before) and by ``recording.record_executed_notebooks`` (the Gradebook API in
     the client: its path now): the executed notebooks of ``graded`` recorded into copies of
     ``fresh``, in a batch of one and a batch of all, each way alternately."""
-    from course_grader.grading.dask_grading import _read_tree
     from course_grader.grading.parallel import record_executed
-    from course_grader.grading.recording import record_executed_notebooks
+    from course_grader.grading.recording import read_tree, record_executed_notebooks
 
-    executed = {s: _read_tree(graded / "autograded" / s / assignment) for s in students}
+    executed = {s: read_tree(graded / "autograded" / s / assignment) for s in students}
     seconds: dict[str, dict[int, float]] = {"nbgrader": {}, "gradebook": {}}
     with tempfile.TemporaryDirectory(prefix="bench-record-") as scratch:
         staging = Path(scratch) / "staging"
@@ -417,7 +418,9 @@ def ratio_part(args: argparse.Namespace) -> None:
 
     names = args.assignments or assignments(ROOT)
     course_bin = str(Path(sys.executable).with_name("course"))
-    times: dict[str, dict[str, list[float]]] = {n: {"execute": [], "grade": [], "class": []} for n in names}
+    times: dict[str, dict[str, list[float]]] = {n: {"execute": [], "grade": [], "class": [], "executes": [],
+                                                     "workers": []} for n in names}
+    workers = max(args.ratio_workers, 1)
     # where the graded run's execute step spent its time (the autograded notebook's course_grade.seconds)
     parts: dict[str, dict[str, list[float]]] = {n: {} for n in names}
     with tempfile.TemporaryDirectory(prefix="bench-ratio-") as scratch:
@@ -430,11 +433,19 @@ def ratio_part(args: argparse.Namespace) -> None:
             for name in names:
                 write_submissions(Course.open(folder), name, [DemoStudent(f"s{i}-solutions", "solution") for i in range(size)])
 
-        def timed(*command: str, where: Path = course) -> float:
+        def timed(*command: str, where: Path = course, at_once: int = 1) -> float:
+            """Seconds until ``at_once`` copies of `course COMMAND` (each in a scratch course of its own) all end."""
             started = time.perf_counter()
-            run = subprocess.run([course_bin, *command], cwd=where, capture_output=True, text=True)
-            if run.returncode:
-                raise SystemExit(f"course {' '.join(command)} failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+            places = [where] + [Path(scratch) / f"copy{i}" for i in range(1, at_once)]
+            for place in places[1:]:
+                if not place.exists():
+                    shutil.copytree(where, place, symlinks=True)
+            running = [subprocess.Popen([course_bin, *command], cwd=place, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True) for place in places]
+            for run in running:
+                output = run.communicate()[0]
+                if run.returncode:
+                    raise SystemExit(f"course {' '.join(command)} failed:\n{output[-4000:]}")
             return time.perf_counter() - started
 
         for round_ in range(args.ratio_repeats):
@@ -443,6 +454,9 @@ def ratio_part(args: argparse.Namespace) -> None:
                 times[name]["grade"].append(timed("grade", name, "--workers", "1"))
                 if class_size > 1:
                     times[name]["class"].append(timed("grade", name, "--workers", "1", where=klass))
+                if workers > 1 and class_size > 1:  # the class on `workers` cores, against as many bare runs at once
+                    times[name]["executes"].append(timed("execute", name, "--profile", "ci", at_once=workers))
+                    times[name]["workers"].append(timed("grade", name, "--workers", str(workers), where=klass))
                 graded = json.loads((course / "autograded" / "s0-solutions" / name / f"{name}.ipynb").read_text())
                 for part, seconds in graded["metadata"].get("course_grade", {}).get("seconds", {}).items():
                     parts[name].setdefault(part, []).append(float(seconds))
@@ -462,10 +476,16 @@ def ratio_part(args: argparse.Namespace) -> None:
              "server, recording, views). *Each further notebook*: a class of "
              f"{class_size} solution submissions graded by one `course grade NAME --workers 1`, less the one-submission "
              f"grade, over {class_size - 1}: what each notebook after the first costs when a class is graded (the command's "
-             "own start, Course.open and nbgrader's process are paid once per command, not per notebook).", "",
+             "own start, Course.open and nbgrader's process are paid once per command, not per notebook)."
+             + (f" *With --workers {workers}*: the same class graded by `course grade NAME --workers {workers}`, seconds "
+                f"per notebook (its time x {workers} / {class_size}: the cores' time each notebook took), against "
+                f"{workers} `course execute` of it at once (their time x {workers} / {workers}), both on the {workers} cores."
+                if workers > 1 else ""), "",
              "| notebook | execute (s) | grade (s) | grade / execute | target met | each further notebook (s) | "
-             "further / execute | checker start | kernel start | answer cells | test cells | kernel stop | execute step | outside |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "further / execute | checker start | kernel start | answer cells | test cells | kernel stop | execute step | outside |"
+             + (f" with --workers {workers}: per notebook (s) | {workers} executes at once: per notebook (s) | ratio |"
+                if workers > 1 else ""),
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if workers > 1 else "")]
     for name in names:
         execute, grade = statistics.median(times[name]["execute"]), statistics.median(times[name]["grade"])
         part = {key: statistics.median(values) for key, values in parts[name].items()}
@@ -476,7 +496,8 @@ def ratio_part(args: argparse.Namespace) -> None:
                      f"{'yes' if grade <= 1.25 * execute else 'no'} | {further:.1f} | {further / execute:.2f} | "
                      + " | ".join(f"{part.get(key, float('nan')):.1f}" for key in
                                   ("checker_start", "kernel_start", "answer_cells", "test_cells", "kernel_stop"))
-                     + f" | {step:.1f} | {grade - step:.1f} |")
+                     + f" | {step:.1f} | {grade - step:.1f} |"
+                     + (_workers_columns(times[name], workers, class_size) if workers > 1 else ""))
     section = "\n".join(lines) + "\n"
     old = args.out.read_text() if args.out.exists() else ""
     if RATIO_HEADER in old:
@@ -487,6 +508,16 @@ def ratio_part(args: argparse.Namespace) -> None:
         new = old.rstrip("\n") + "\n\n" + section
     args.out.write_text(new)
     print(section)
+
+
+def _workers_columns(times: dict[str, list[float]], workers: int, class_size: int) -> str:
+    """`` a | b | a / b |``: a class graded on ``workers`` cores, and ``workers`` bare runs at once, each as
+    core-seconds per notebook."""
+    if not times["workers"] or not times["executes"]:
+        return " - | - | - |"
+    graded = statistics.median(times["workers"]) * workers / class_size
+    bare = statistics.median(times["executes"])
+    return f" {graded:.1f} | {bare:.1f} | {graded / bare:.2f} |"
 
 
 def targets_part(args: argparse.Namespace) -> None:
@@ -590,8 +621,8 @@ def dask_part(args: argparse.Namespace) -> bool:
         f"The client's recording (the local run's {n} executed notebooks recorded into fresh copies of the class, "
         f"in a batch of 1 and of {n}; load {during('record')}): by the Gradebook API in the client "
         f"(`recording.record_executed_notebooks`, the Dask path's now), **{cost('gradebook')}**; by nbgrader's "
-        f"autograde with Execute off in a process of its own (`parallel.record_executed`, the Dask path's before, "
-        f"the local path's still), {cost('nbgrader')}.",
+        f"autograde with Execute off in a process of its own (`parallel.record_executed`, the Dask and local paths' before, "
+        f"both record in-process now), {cost('nbgrader')}.",
         "",
         f"### {args.sim_students:,} students x {len(durations)} notebooks, simulated",
         "",

@@ -208,3 +208,47 @@ def test_grade_before_release_says_so(tmp_path):
     assert (folder / f"{A}.ipynb").is_file()  # nothing was moved or graded
     feedback = _course_cli("feedback", A, course=course)
     assert feedback.returncode != 0 and f"Run `course release {A}` first" in feedback.stderr
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_nbgrader_process_dies_with_the_course_grade_that_started_it(tmp_path):
+    """A `course grade` killed mid-class (SIGKILL: no clean-up runs) must not leave its nbgrader process
+    grading on and writing to the gradebook while the instructor starts again (runner.die_with_parent)."""
+    import signal
+    import time
+
+    child_pid = tmp_path / "child.pid"
+    (tmp_path / "child.py").write_text(
+        "import os, time\n"
+        "from course_grader.grading.runner import die_with_parent\n"
+        "die_with_parent()\n"
+        f"open({str(child_pid)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(120)\n")
+    (tmp_path / "parent.py").write_text(
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, {str(tmp_path / 'child.py')!r}])\n"
+        "time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py")])
+    try:
+        deadline = time.monotonic() + 60
+        while not (child_pid.is_file() and child_pid.read_text()):
+            assert time.monotonic() < deadline and parent.poll() is None, "the child never started"
+            time.sleep(0.1)
+        pid = int(child_pid.read_text())
+        assert _alive(pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid), "the nbgrader side outlived the command that started it"
+    finally:
+        parent.kill()

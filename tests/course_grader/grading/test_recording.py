@@ -1,7 +1,7 @@
 """The client's recorder (course_grader.grading.recording) against nbgrader's own recording.
 
 nbgrader records a small class with Execute off (``parallel.record_executed``, the path the Dask
-client took before); its autograded folders, sent again as a worker would send them, are recorded
+client and the local parallel path took before); its autograded folders, sent again as a worker would send them, are recorded
 into a fresh copy of the class by the Gradebook API. Every gradebook field and every file must be
 the same, with a late submission and a failing test cell among them, and recording twice changes
 nothing.
@@ -16,9 +16,8 @@ import nbformat
 import pytest
 
 from course_grader.course import Course
-from course_grader.grading.dask_grading import _read_tree
 from course_grader.grading.parallel import record_executed
-from course_grader.grading.recording import record_executed_notebooks
+from course_grader.grading.recording import read_tree, record_executed_notebooks
 
 from tests.conftest import build_small_class
 
@@ -68,7 +67,7 @@ def test_the_gradebook_api_records_what_nbgrader_records(tmp_path):
 
     shutil.copytree(by_nbgrader / "submitted", tmp_path / "staging")
     recorded, _ = record_executed(Course.open(by_nbgrader), A, tmp_path / "staging")
-    executed = {s: _read_tree(by_nbgrader / "autograded" / s / A) for s in recorded}
+    executed = {s: read_tree(by_nbgrader / "autograded" / s / A) for s in recorded}
     results = record_executed_notebooks(Course.open(by_api), A, executed)
 
     assert {s: r.status for s, r in results.items()} == {s: r.status for s, r in recorded.items()} == \

@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from course_grader.course import STEPS, Course, GradingSettings
 from course_grader.grading.outcome import GradingRun, StudentResult, student_result
-from course_grader.grading.recording import write_tree as _write_tree
+from course_grader.grading.recording import read_tree as _read_tree, write_tree as _write_tree
 
 __all__ = [
     "AssignmentBundle",
@@ -69,7 +69,6 @@ __all__ = [
 # keeps dropping its client, a task cancelled on purpose) must not loop for ever, and each attempt
 # may cost a whole notebook (up to the wall limit): 3 bounds the waste at 3 notebooks per submission.
 MAX_RESUBMITS = 3
-_SKIPPED = {".ipynb_checkpoints", "__pycache__", ".set-aside-by-course"}
 
 
 @dataclass(frozen=True)
@@ -120,16 +119,6 @@ class SubmissionResult:
 
 
 # ----------------------------------------------------------------------------- files as data
-
-
-def _read_tree(folder: Path) -> dict[str, bytes]:
-    """relative path -> bytes of every file under ``folder`` (checkpoints and set-aside files left out)."""
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if path.is_file() and not _SKIPPED.intersection(relative.parts):
-            files[relative.as_posix()] = path.read_bytes()
-    return files
 
 
 def _digest(*parts: Mapping[str, bytes] | str) -> str:

@@ -10,10 +10,13 @@ So the work is split in two phases:
    gradebook (sqlite or PostgreSQL) through nbgrader's Gradebook API. The scratch courses
    live in a private temporary folder outside the course directory, which no sandboxed
    kernel can see. Each student's outcome is nbgrader's own for that student.
-2. **record** (serial, no kernels): the executed notebooks, read only from that scratch
-   folder, are handed to nbgrader in the real course with ``Execute`` and ``ClearOutput``
-   disabled; it restores the test cells from the gradebook, reads the outputs, and writes
-   the grades (to the configured ``db_url``) and ``autograded/`` exactly as a serial run.
+2. **record** (serial, no kernels, in this process): the executed folders, read only from that
+   scratch folder, are recorded in the real course in batches by nbgrader's Gradebook API
+   (:func:`~course_grader.grading.recording.record_executed_notebooks`, as the Dask client does):
+   the grades (to the configured ``db_url``) and ``autograded/`` exactly as a serial run writes them
+   (tests/course_grader/grading/test_recording.py holds it against :func:`record_executed`,
+   nbgrader's own recording with Execute off, which this path used before: a process of its own,
+   seconds per batch).
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from typing import Any, Sequence
 from course_grader.course import Course
 from course_grader.grading.gradebook import copy_assignment_definition, require_assignment
 from course_grader.grading.outcome import GradingRun, StudentResult, student_result
+from course_grader.grading.recording import read_tree, record_executed_notebooks
 from course_grader.grading.runner import autograde_students, write_course_config
 from course_grader.grading.submissions import submitted_students
 
 __all__ = ["autograde_parallel", "grade_on_cores", "default_workers", "record_executed", "RECORD_ONLY"]
 
-# nbgrader settings of the record phase: read the outputs, run nothing.
+# executed folders read and recorded together (the Dask client's batch): a class is never all in memory
+RECORD_BATCH = 20
+# nbgrader settings of its own recording (record_executed): read the outputs, run nothing.
 RECORD_ONLY: dict[str, dict[str, Any]] = {
     "Execute": {"enabled": False},
     "SandboxedExecute": {"enabled": False},
@@ -80,9 +86,11 @@ def _grade_group(
 
 
 def record_executed(course: Course, assignment: str, staging: Path) -> tuple[dict[str, StudentResult], str]:
-    """Phase 2: record the executed notebooks in ``staging/<student>/<assignment>/`` (a private
-    folder) in the real course, serially and without kernels; each student's submitted
-    ``timestamp.txt`` goes with them. Returns ``student -> result`` and nbgrader's log."""
+    """nbgrader's own recording of the executed notebooks in ``staging/<student>/<assignment>/`` (a
+    private folder) in the real course: its autograde with Execute off, in a process of its own; each
+    student's submitted ``timestamp.txt`` goes with them. Returns ``student -> result`` and nbgrader's
+    log. Grading records in-process (:func:`record_executed_notebooks`); this is what that is tested
+    and benchmarked against."""
     graded = sorted(p.parent.name for p in staging.glob(f"*/{assignment}") if p.is_dir()) if staging.is_dir() else []
     if not graded:
         return {}, ""
@@ -131,15 +139,15 @@ def grade_on_cores(course: Course, assignment: str, students: Sequence[str], wor
                 lambda item: _grade_group(course, scratch_root / f"worker{item[0]}", assignment, item[1]),
                 enumerate(groups),
             ))
-        staging = scratch_root / "executed"
-        for executed, group_failed, log in done:
+        executed: dict[str, Path] = {}
+        for group_executed, group_failed, log in done:
             logs.append(log)
             results.update({r.student: r for r in group_failed})
-            for student, folder in executed.items():
-                shutil.copytree(folder, staging / student / assignment)
-        recorded, log = record_executed(course, assignment, staging)
-        logs.append(log)
-        results.update(recorded)
+            executed.update(group_executed)
+        names = sorted(executed)
+        for start in range(0, len(names), RECORD_BATCH):
+            batch = names[start:start + RECORD_BATCH]
+            results.update(record_executed_notebooks(course, assignment, {s: read_tree(executed[s]) for s in batch}))
     finally:
         shutil.rmtree(scratch_root, ignore_errors=True)
     return GradingRun(assignment, [results[s] for s in students], "\n".join(logs))

@@ -28,7 +28,20 @@ from course_grader.grading.outcome import StudentResult
 if TYPE_CHECKING:
     from course_grader.course import Course
 
-__all__ = ["record_executed_notebooks", "write_tree"]
+__all__ = ["read_tree", "record_executed_notebooks", "write_tree"]
+
+# never sent or recorded: editors' checkpoints, bytecode, what `course grade` set aside in a submission
+_SKIPPED = {".ipynb_checkpoints", "__pycache__", ".set-aside-by-course"}
+
+
+def read_tree(folder: Path) -> dict[str, bytes]:
+    """relative path -> bytes of every file under ``folder`` (checkpoints and set-aside files left out)."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if path.is_file() and not _SKIPPED.intersection(relative.parts):
+            files[relative.as_posix()] = path.read_bytes()
+    return files
 
 
 def write_tree(folder: Path, files: Mapping[str, bytes]) -> None:
