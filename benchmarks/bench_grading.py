@@ -463,7 +463,8 @@ def ratio_part(args: argparse.Namespace) -> None:
                 print(f"round {round_ + 1}: {name} execute {times[name]['execute'][-1]:.1f} s, "
                       f"grade {times[name]['grade'][-1]:.1f} s", flush=True)
     load = os.getloadavg()
-    lines = [RATIO_HEADER, "",
+    header = RATIO_HEADER if workers == 1 else f"{RATIO_HEADER}, a class on {workers} workers"
+    lines = [header, "",
              f"Command: `python benchmarks/bench_grading.py {' '.join(sys.argv[1:])}` on {os.cpu_count()} cores "
              f"({platform.processor() or platform.machine()}), load at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} "
              f"(1/5/15 min); median of {args.ratio_repeats} interleaved rounds. Execute: `course execute NAME --profile ci` "
@@ -499,15 +500,20 @@ def ratio_part(args: argparse.Namespace) -> None:
                      + f" | {step:.1f} | {grade - step:.1f} |"
                      + (_workers_columns(times[name], workers, class_size) if workers > 1 else ""))
     section = "\n".join(lines) + "\n"
-    old = args.out.read_text() if args.out.exists() else ""
-    if RATIO_HEADER in old:
-        before, after = old.split(RATIO_HEADER, 1)
-        rest = after[after.index("\n## "):] if "\n## " in after else ""
-        new = before + section + rest
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    args.out.write_text(new)
+    args.out.write_text(_replace_section(args.out.read_text() if args.out.exists() else "", header, section))
     print(section)
+
+
+def _replace_section(text: str, header: str, section: str) -> str:
+    """``text`` with the section under the line ``header`` (to the next ``## `` line) replaced by
+    ``section``, or ``section`` appended when no line is ``header``."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip("\n") == header]
+    if not starts:
+        return text.rstrip("\n") + "\n\n" + section
+    start = starts[0]
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "".join(lines[:start]) + section + ("\n" if end < len(lines) else "") + "".join(lines[end:])
 
 
 def _workers_columns(times: dict[str, list[float]], workers: int, class_size: int) -> str:
