@@ -1122,6 +1122,16 @@ MISTAKES += [
                   "    return out, lse")),
         kind="boundary",
     ),
+    # the state in bfloat16 but lse cast up: 0.7-0.9% of the output's norm off (float32 state: 0.17%); elementwise, 1 entry of 16384
+    Mistake(
+        cell="tiled_attention",
+        name="state in bfloat16 for bfloat16 inputs, lse cast up to float32 at the end",
+        rejected_by=("test_tiled_attention",),
+        replace=(("acc = torch.promote_types(q.dtype, torch.float32)  # the state in float32 at least", "acc = q.dtype"),
+                 ("return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1)",
+                  "return torch.cat(outs, dim=-2), torch.cat(lses, dim=-1).to(torch.promote_types(q.dtype, torch.float32))")),
+        kind="dtype",
+    ),
     # values right, one wholly masked tile per query block computed: 151 of 256 tiles (the bytes stay under 3/4)
     Mistake(
         cell="tiled_attention",
