@@ -1,6 +1,6 @@
-"""Notebooks 01, 02, 03, 04, 06, 08 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
+"""Notebooks 01, 02, 03, 04, 06, 07, 08, 10 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
 
-    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all seven, seeds 0-4, 1 thread
+    COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all nine, seeds 0-4, 1 thread
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 08 --seeds 0 1 2 --threads 2
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 01 06 --seeds 0 1 2
 
@@ -21,8 +21,13 @@ held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come fr
   and where each of the two heads looks.
 * 06: the negation task (section 6): train and test accuracy of the four models (no positions,
   sinusoidal, learned, RoPE), from the notebook's own code cells, and the first step at 90 % test accuracy.
+* 07: section 7, the AMAL lab's ladder (Q1-Q4, the notebook's cell and data set): train, test and contrast accuracy.
 * 08: section 7.2 (16,000 training strings per model), 7.3 (17-24 letters, never seen in training) and
   section 10 (English -> Portuguese, 12,800 sentences per model: exact match and BLEU).
+* 10: the whole notebook's experiments from its own cells (the exercises replaced by the course's functions): section
+  4's pretraining (validation loss in bits per character, where the curve leaves the bigram's plateau), section 7's
+  fine-tuning against a random-initialisation control with the notebook's three fine-tuning seeds per pretraining
+  seed, and section 8's prompting (zero-shot template, and the prompt as context against no prompt and the unigram).
 * 12: section 3's ViT on the 8 x 8 digits (the notebook's cell; the data split keeps seed 0): test accuracy
   after 6 and after all epochs, the first epoch at 95 %, and section 4's position-embedding similarity (same
   row, same column, neither); section 6's four GPTs (dense, wide, MoE with and without the balancing loss):
@@ -33,6 +38,7 @@ held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come fr
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
@@ -57,6 +63,12 @@ def spread(values: list[float]) -> str:
     """'mean ± sd [lowest-highest]' (the notebooks' own format)."""
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
     return f"{statistics.mean(values):.1f} ± {sd:.1f} [{min(values):.1f}-{max(values):.1f}]"
+
+
+def spread3(values: list[float]) -> str:
+    """The same with three decimals (losses)."""
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.3f} ± {sd:.3f} [{min(values):.3f}-{max(values):.3f}]"
 
 
 def overall(rows: list[dict], metric: str = "exact") -> float:
@@ -489,10 +501,6 @@ def run_12(seeds: list[int], small: bool = False) -> str:
     gpt_seconds = time.perf_counter() - t0
     n = len(seeds)
 
-    def spread3(values: list[float]) -> str:
-        sd = statistics.stdev(values) if len(values) > 1 else 0.0
-        return f"{statistics.mean(values):.3f} ± {sd:.3f} [{min(values):.3f}-{max(values):.3f}]"
-
     def shares(router: str, i: int) -> str:
         per_layer = load[router][i]
         return "; ".join(f"layer {layer} " + " ".join(f"{v:.0f}" for v in per_layer[layer].tolist())
@@ -553,12 +561,196 @@ def run_12(seeds: list[int], small: bool = False) -> str:
     lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
     return "\n".join(lines)
 
+NB07 = ROOT / "solutions" / "07_transformer_block" / "07_transformer_block.ipynb"
+
+
+def run_07(seeds: list[int], small: bool = False) -> str:
+    from course_utils.profiles import choose
+    from course_utils.sentiment_data import WordVocab, bag_of_words_accuracy, make_sentiment
+    from course_utils.sentiment_models import RUNGS, AttentionClassifier, train_sentiment_classifier
+
+    pick = (lambda **k: k["ci"]) if small else choose  # --small: the ci profile's sizes
+    cpu = torch.device("cpu")
+    data_line = next(line for line in _cell(NB07, "data = make_sentiment(").splitlines() if line.startswith("data = make_sentiment("))
+    ns: dict = {"make_sentiment": make_sentiment, "choose": pick}
+    exec(compile(data_line, str(NB07), "exec"), ns)  # the notebook's data set (seed 0), the same for every model seed
+    data = ns["data"]
+    vocab = WordVocab.from_texts(data["train"]["text"])
+    bow = {split: 100 * bag_of_words_accuracy(data["train"], data[split]) for split in ("test", "contrast")}
+    ladder = _cell(NB07, "ladder_epochs = choose(")
+    ladder = ladder[: ladder.index("\nbow = ")]  # the training loop; the bag of words has no seed
+    splits = ("train", "test", "contrast")
+    acc: dict[str, dict[str, list[float]]] = {}
+    t0 = time.perf_counter()
+    for seed in seeds:
+        # the model seed draws the initial weights and the order of the batches
+        source = _swap(_swap(ladder, "torch.manual_seed(0)", f"torch.manual_seed({seed})"), "device=device)",
+                       f"device=device, seed={seed})")
+        ns = {"torch": torch, "choose": pick, "RUNGS": RUNGS, "AttentionClassifier": AttentionClassifier, "vocab": vocab,
+              "data": data, "train_sentiment_classifier": train_sentiment_classifier, "device": cpu,
+              "print": lambda *a, **k: None}
+        exec(compile(source, str(NB07), "exec"), ns)
+        for name, r in ns["results"].items():
+            for split in splits:
+                acc.setdefault(name, {s: [] for s in splits})[split].append(100 * r.accuracy[split])
+        print(f"seed {seed}: " + "; ".join(f"{name} test {a['test'][-1]:.1f}%, contrast {a['contrast'][-1]:.1f}%"
+                                            for name, a in acc.items()), flush=True)
+    n, epochs = len(seeds), ns["ladder_epochs"]
+    names = list(acc)
+    q1, q2, q3, q4 = names
+    lines = [f"Notebook 07, section 7 (the AMAL lab's ladder), `cpu` profile settings ({epochs} epochs of batch 64 per model, "
+             f"{len(data['train'])} training sentences, the notebook's data set), model seeds {seeds} (initial weights and batch "
+             f"order; seed 0 is the notebook's run), {torch.get_num_threads()} torch thread(s), {time.perf_counter() - t0:.0f} s "
+             "in all. Accuracy (%), mean ± sd [lowest-highest] over the seeds.", "",
+             f"Bag of words (no seed): test {bow['test']:.1f}, contrast {bow['contrast']:.1f}.", "",
+             "| model | train | test | contrast |", "|---|---|---|---|"]
+    lines += [f"| {name} | " + " | ".join(spread(acc[name][s]) for s in splits) + " |" for name in names]
+    lines += ["", "| model | " + " | ".join(f"seed {s}: train / test / contrast" for s in seeds) + " |", "|---|" + "---|" * n]
+    lines += [f"| {name} | " + " | ".join(" / ".join(f"{acc[name][s][i]:.1f}" for s in splits) for i in range(n)) + " |"
+              for name in names]
+    claims = {"Q1 and Q2 are at exactly 50 % on contrast": sum(acc[q1]["contrast"][i] == 50 and acc[q2]["contrast"][i] == 50
+                                                              for i in range(n)),
+              "Q2 fits the training set better than Q1": sum(acc[q2]["train"][i] > acc[q1]["train"][i] for i in range(n)),
+              "Q3 is above 95 % on test and contrast": sum(acc[q3]["test"][i] > 95 and acc[q3]["contrast"][i] > 95
+                                                          for i in range(n)),
+              "Q4 matches or beats Q3 on contrast (within 1 point or above)": sum(acc[q4]["contrast"][i] >= acc[q3]["contrast"][i] - 1
+                                                                                 for i in range(n))}
+    lines += ["", "| claim | seeds where it held |", "|---|---|"]
+    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
+    return "\n".join(lines)
+
+
+NB10 = ROOT / "solutions" / "10_gpt" / "10_gpt.ipynb"
+
+
+def run_10(seeds: list[int], small: bool = False) -> str:
+    from course_utils.profiles import choose
+
+    pick = (lambda **k: k["ci"]) if small else choose  # --small: the ci profile's sizes
+    not_done = "def {0}(*args, **kwargs):\n    raise NotImplementedError\n"  # the exercises: the course's versions run
+    prelude = "".join(not_done.format(f) for f in ("next_token_batch", "init_gpt2_", "train_step", "last_token_pool"))
+    setup = _swap(_cell(NB10, "from course_utils.session import start"), "device = start(seed=0)", "device = torch.device('cpu')")
+    cells = [_cell(NB10, "splits = shakespeare_splits("), _cell(NB10, "bigram = bigram_log_probs(")]
+    model_cell, train_cell = _cell(NB10, "config = GPTConfig("), _cell(NB10, "gpt_val = history[")
+    ft_cell = _swap(_cell(NB10, "ft_seeds = choose("), "from course_utils.progress import progress",
+                    "progress = lambda iterable, **kwargs: iterable")
+    later = [_cell(NB10, "def label_log_likelihood"), _cell(NB10, "n_pairs, P = choose(")]
+    per: list[dict] = []
+    os.environ["NBGRADER_EXECUTION"] = "1"  # no progress bars (train_lm's): the notebook's numbers do not depend on them
+    t0 = time.perf_counter()
+    for seed in seeds:
+        ts = time.perf_counter()
+        ns: dict = {"print": lambda *a, **k: None}
+        exec(compile(setup + "\n" + prelude, str(NB10), "exec"), ns)
+        ns.update(choose=pick, print=lambda *a, **k: None)
+        for source in cells:
+            exec(compile(source, str(NB10), "exec"), ns)
+        # the model seed draws the initial weights and the pretraining batches; the data and the bigram are fixed
+        exec(compile(_swap(model_cell, "torch.manual_seed(0)\nmodel =", f"torch.manual_seed({seed})\nmodel ="), str(NB10), "exec"), ns)
+        exec(compile(_swap(train_cell, "step_fn=train_step_)", f"step_fn=train_step_, seed={seed})"), str(NB10), "exec"), ns)
+        pretrain_s = time.perf_counter() - ts
+        exec(compile(ft_cell, str(NB10), "exec"), ns)  # fine-tuning with the notebook's own ft_seeds, pretrained and control
+        for source in later:
+            exec(compile(source, str(NB10), "exec"), ns)
+        h, bits, bigram = ns["history"], 1 / math.log(2), ns["bigram_val"]
+        val, steps_at = h["val"], h["steps"]
+        results = ns["results"]
+        rates = {name: 100 * (good > bad).float().mean().item() for name, (good, bad) in ns["choices"].items()}
+        run = {"seed": seed, "val": val[-1], "train": h["train"][-1], "bigram": bigram,
+               "reach": next((s for s, v in zip(steps_at, val) if v < bigram + 0.05), None),
+               "leave": next((s for s, v in zip(steps_at, val) if v < bigram - 0.1), None),
+               "last50": next(v for s, v in zip(steps_at, val) if s >= steps_at[-1] - 50) - val[-1],
+               "every": steps_at[1] - steps_at[0], "n_prompt": ns["n_prompt"],
+               "ft_seeds": list(ns["ft_seeds"]),
+               "pre": [100 * r["test"] for r in results["pretrained GPT"]],
+               "pre_c": [100 * r["contrast"] for r in results["pretrained GPT"]],
+               "ctl": [100 * r["test"] for r in results["random init (control)"]],
+               "ctl_c": [100 * r["contrast"] for r in results["random init (control)"]],
+               "raw": 100 * ns["raw_acc"], "cal": 100 * ns["cal_acc"],
+               "positive": 100 * (ns["scores"].argmax(1) == 1).float().mean().item(),
+               "with": rates["GPT with the prompt"], "without": rates["GPT without the prompt"],
+               "unigram": rates["unigram (character frequencies, no context)"],
+               "bits_prompt": -ns["with_prompt"] * bits, "n_pairs": ns["n_pairs"], "steps": ns["steps"],
+               "pretrain_s": pretrain_s, "seconds": time.perf_counter() - ts}
+        run["gain"] = [p - c for p, c in zip(run["pre"], run["ctl"])]
+        run["gain_c"] = [p - c for p, c in zip(run["pre_c"], run["ctl_c"])]
+        per.append(run)
+        print(f"seed {seed}: GPT {run['val'] * bits:.2f} bits/char (bigram {bigram * bits:.2f}); gains on test "
+              + " ".join(f"{g:+.1f}" for g in run["gain"]) + f"; prompt {run['with']:.1f}% vs {run['without']:.1f}%; "
+              f"zero-shot raw {run['raw']:.1f}%, calibrated {run['cal']:.1f}% ({run['seconds']:.0f} s)", flush=True)
+    n, bits = len(seeds), 1 / math.log(2)
+    col = lambda key, fmt="{:.1f}": " | ".join(fmt.format(r[key]) for r in per)  # noqa: E731
+    flat = lambda key: [v for r in per for v in r[key]]  # noqa: E731
+    ft_seeds = per[0]["ft_seeds"]
+    lines = [f"Notebook 10, `cpu` profile settings, model seeds {seeds} (the pretraining's initial weights and batches; "
+             f"seed 0 is the notebook's run, which uses the machine's thread count), {torch.get_num_threads()} torch "
+             f"thread(s), {time.perf_counter() - t0:.0f} s in all. Each pretrained model is then fine-tuned as the "
+             f"notebook does, with its own fine-tuning seeds {ft_seeds} (the head, the control's weights, the batches). "
+             "Mean ± sd [lowest-highest] over the seeds.", "",
+             f"Section 4, pretraining ({per[0]['steps']} steps; validation evaluated every {per[0]['every']} steps):", "",
+             "| pretraining seed | " + " | ".join(map(str, seeds)) + " | over the seeds |", "|---|" + "---|" * (n + 1),
+             "| GPT validation loss (bits per character) | " + " | ".join(f"{r['val'] * bits:.3f}" for r in per)
+             + f" | {spread3([r['val'] * bits for r in per])} |"]
+    lines += ["| GPT validation loss (nats per character) | " + " | ".join(f"{r['val']:.3f}" for r in per)
+              + f" | {spread3([r['val'] for r in per])} |",
+              "| bigram validation loss (bits per character, no seed) | " + " | ".join(f"{r['bigram'] * bits:.3f}" for r in per) + " | |",
+              "| GPT perplexity, e^loss | " + " | ".join(f"{math.exp(r['val']):.2f}" for r in per)
+              + f" | {spread([math.exp(r['val']) for r in per])} |",
+              "| train minus validation loss at the end (nats) | " + " | ".join(f"{r['train'] - r['val']:+.3f}" for r in per) + " | |",
+              "| validation drop over the last 50 steps (nats) | " + " | ".join(f"{r['last50']:.3f}" for r in per) + " | |",
+              "| first evaluation within 0.05 nats of the bigram (step) | " + " | ".join(str(r["reach"]) for r in per) + " | |",
+              "| first evaluation 0.1 nats below the bigram (step) | " + " | ".join(str(r["leave"]) for r in per) + " | |",
+              "| seconds for the pretraining | " + " | ".join(f"{r['pretrain_s']:.0f}" for r in per) + " | |", "",
+              f"Section 7, fine-tuning (the notebook's cell: per pretraining seed, fine-tuning seeds {ft_seeds}), accuracy (%) "
+              "on the full test and contrast splits:", "",
+              "| pretraining seed | fine-tuning seed | pretrained, test | control, test | gain, test | pretrained, contrast "
+              "| control, contrast | gain, contrast |", "|---|---|---|---|---|---|---|---|"]
+    for r in per:
+        for i, fs in enumerate(r["ft_seeds"]):
+            lines.append(f"| {r['seed']} | {fs} | {r['pre'][i]:.1f} | {r['ctl'][i]:.1f} | {r['gain'][i]:+.1f} | "
+                         f"{r['pre_c'][i]:.1f} | {r['ctl_c'][i]:.1f} | {r['gain_c'][i]:+.1f} |")
+    lines += [f"| all | all | {spread(flat('pre'))} | {spread(flat('ctl'))} | {spread(flat('gain'))} | {spread(flat('pre_c'))} "
+              f"| {spread(flat('ctl_c'))} | {spread(flat('gain_c'))} |", "",
+              "Per pretraining seed, over its fine-tuning seeds (what one notebook run prints), gain on test (points): "
+              + "; ".join(f"seed {r['seed']}: {spread(r['gain'])}" for r in per) + ".", "",
+              f"Section 8, prompting ({per[0]['n_pairs']} two-way choices of a 20-character continuation; "
+              f"{per[0]['n_prompt']} test sentences for the template), %:", "",
+              "| pretraining seed | " + " | ".join(map(str, seeds)) + " | over the seeds |", "|---|" + "---|" * (n + 1)]
+    for key, name in (("with", "GPT with the prompt picks the true continuation"),
+                      ("without", "GPT without the prompt (a line break)"),
+                      ("unigram", "unigram frequencies (no seed)"),
+                      ("raw", "template, zero-shot, raw"), ("cal", "template, zero-shot, calibrated"),
+                      ("positive", "template: share predicted positive (raw)")):
+        lines.append(f"| {name} | {col(key)} | {spread([r[key] for r in per])} |")
+    lines.append(f"| bits per character of the true continuation after the prompt | {col('bits_prompt', '{:.2f}')} | "
+                 f"{spread3([r['bits_prompt'] for r in per])} |")
+    n_ft = sum(len(r["gain"]) for r in per)
+    claims = {"the GPT ends below the bigram": sum(r["val"] < r["bigram"] for r in per),
+              "the train and validation losses end within 0.05 nats of each other (no overfitting)":
+              sum(abs(r["train"] - r["val"]) < 0.05 for r in per),
+              "the validation loss still falls over the last 50 steps": sum(r["last50"] > 0 for r in per),
+              "every control stays at chance (50 ± 5 % on test and contrast, every fine-tuning seed)":
+              sum(all(abs(v - 50) <= 5 for v in r["ctl"] + r["ctl_c"]) for r in per),
+              "the pretrained model is ahead of its control on test in every fine-tuning seed":
+              sum(all(g > 0 for g in r["gain"]) for r in per),
+              "the mean gain on test is larger than its sd over the fine-tuning seeds (the notebook's verdict)":
+              sum(statistics.mean(r["gain"]) > statistics.stdev(r["gain"]) for r in per if len(r["gain"]) > 1),
+              "zero-shot with the template is at chance (raw and calibrated within 50 ± 5 %)":
+              sum(abs(r["raw"] - 50) <= 5 and abs(r["cal"] - 50) <= 5 for r in per),
+              "with the prompt the model picks the true continuation more than 65 % of the time":
+              sum(r["with"] > 65 for r in per),
+              "without the prompt it is at chance (within 50 ± 5 %)": sum(abs(r["without"] - 50) <= 5 for r in per)}
+    lines += ["", "| claim | pretraining seeds where it held |", "|---|---|"]
+    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
+    lines += ["", f"Fine-tuning pairs where the pretrained model was ahead on test: {sum(g > 0 for g in flat('gain'))} of {n_ft}."]
+    return "\n".join(lines)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "08", "12"], nargs="+",
-                        default=["01", "02", "03", "04", "06", "08", "12"])
+    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "07", "08", "10", "12"], nargs="+",
+                        default=["01", "02", "03", "04", "06", "07", "08", "10", "12"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (both notebooks set one)")
     parser.add_argument("--small", action="store_true", help="tiny data and a few steps: checks that it runs (tests)")
     args = parser.parse_args()
@@ -571,7 +763,9 @@ def main() -> int:
                            ("03", run_03, "Notebook 03: the flagged-digit head over seeds"),
                            ("04", run_04, "Notebook 04: one head against two over seeds"),
                            ("06", run_06, "Notebook 06: the negation task with and without positions over seeds"),
+                           ("07", run_07, "Notebook 07: the AMAL lab's ladder over seeds"),
                            ("08", run_08, "Notebook 08: equal budgets, longer strings and translation over seeds"),
+                           ("10", run_10, "Notebook 10: pretraining, fine-tuning against a control and prompting over seeds"),
                            ("12", run_12, "Notebook 12: the ViT and the mixture of experts over seeds")):
         if nb in args.only:
             body = run(args.seeds, args.small)

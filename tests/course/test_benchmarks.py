@@ -52,7 +52,7 @@ def test_depth_sweep_benchmark_runs_the_notebooks_sweep_over_seeds(tmp_path):
 
 
 def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
-    """Notebooks 01, 02, 03, 04, 06, 08 and 12 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
+    """Notebooks 01, 02, 03, 04, 06, 07, 08, 10 and 12 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
     _run(tmp_path, "bench_seed_spread.py", "--seeds", "0", "1", "--small")
     text02 = (tmp_path / "seed-spread-02-cpu.md").read_text()
     assert "| attention |" in text02 and "model seeds [0, 1]" in text02 and " of 2 |" in text02
@@ -66,6 +66,11 @@ def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
     assert "| h = 2 |" in text04 and "| the two heads look to opposite sides | " in text04
     text06 = (tmp_path / "seed-spread-06-cpu.md").read_text()
     assert "| rope |" in text06 and "| without positions, test accuracy is within 5 points of chance" in text06
+    text07 = (tmp_path / "seed-spread-07-cpu.md").read_text()
+    assert "| Q3 + positions |" in text07 and "| Q1 and Q2 are at exactly 50 % on contrast | 2 of 2 |" in text07
+    text10 = (tmp_path / "seed-spread-10-cpu.md").read_text()
+    assert "| GPT validation loss (bits per character) |" in text10 and "| GPT with the prompt picks the true continuation |" in text10
+    assert "| the pretrained model is ahead of its control on test in every fine-tuning seed | " in text10 and " of 2 |" in text10
     text12 = (tmp_path / "seed-spread-12-cpu.md").read_text()
     assert "| test accuracy after 3 epochs (%) |" in text12 and "| MoE 4 x 2d, top-2, balanced |" in text12
     assert "| 1 | no balancing |" in text12 and "| the MoE without balancing is behind the balanced one | " in text12
