@@ -190,3 +190,41 @@ def test_allocation_log_reports_and_absorbs_as_plain_data():
     copy.absorb({"largest": "many"})  # malformed: ignored
     copy.absorb(None)
     assert copy.largest == log.largest
+
+
+def test_allocation_log_sees_saved_tensors_live_bytes_and_product_dtypes():
+    # 13's second blind red team: P tiles kept for the backward, q, k, v, out, lse as ctx attributes and
+    # bfloat16 tile products in the backward all escaped; the log now records what each of them changes
+    q, k, v = (torch.randn(1, 1, 64, 4, requires_grad=True) for _ in range(3))
+    with AllocationLog() as log:
+        out, lse = TiledAttention.apply(q, k, v, 16, 16, False, None)
+    assert sorted(log.saved) == sorted([((1, 1, 64, 4), "torch.float32")] * 4 + [((1, 1, 64), "torch.float32")])
+    assert log.live_bytes == (out.numel() + lse.numel()) * 4  # only the results stay alive
+    assert log.product_dtypes == {"torch.float32": 2 * 2 * 16}  # 16 tiles, 2 products of 2 operands each
+
+    class KeepsTiles(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.kept = a[:, None] * a[None, :]  # an attribute: not packed, but alive
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = torch.randn(100, requires_grad=True)
+    with AllocationLog() as kept:
+        b = KeepsTiles.apply(a)
+    assert kept.saved == [] and kept.live_bytes >= 100 * 100 * 4
+    del b
+    assert kept.live_bytes < 100 * 100 * 4
+
+    x = torch.randn(8, 8, dtype=torch.bfloat16)
+    with AllocationLog() as products:
+        x @ x
+        x.float() @ x.float()
+    assert products.product_dtypes == {"torch.bfloat16": 2, "torch.float32": 2}
+
+    copy = AllocationLog()
+    copy.absorb(log.report())
+    assert (copy.saved, copy.live_bytes, copy.product_dtypes) == (log.saved, log.live_bytes, log.product_dtypes)

@@ -33,6 +33,9 @@ __all__ = ["AllocationLog"]
 _REDUCTIONS = {"amax": "max", "max": "max", "amin": "max", "min": "max", "sum": "sum", "mean": "sum",
                "logsumexp": "sum", "_softmax": "sum", "_log_softmax": "sum", "nansum": "sum", "prod": "sum"}
 _MAX_RECORDED = 20_000  # reductions kept in order (a long Python loop records more; they are counted)
+# ATen matrix products whose operands' dtypes are counted
+_PRODUCTS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "mv", "addmv", "dot", "vdot",
+                       "linear", "_addmm_activation"})
 
 
 def _reduced_width(name: str, args: tuple, kwargs: dict) -> int | None:
@@ -51,6 +54,10 @@ def _reduced_width(name: str, args: tuple, kwargs: dict) -> int | None:
     return math.prod(x.shape[d] for d in dims)
 
 
+def _unpack(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
+
+
 class AllocationLog(TorchDispatchMode):
     """``with AllocationLog() as log: fn(...)``, then:
 
@@ -61,7 +68,14 @@ class AllocationLog(TorchDispatchMode):
       all bytes created;
     - ``log.reductions``: ``(kind, width)`` of each max-like (``"max"``) and sum-like (``"sum"``)
       reduction, in order (``width``: entries one result reads), and ``log.n_reductions``;
-    - ``log.ops``: how many times each ATen operator ran.
+    - ``log.ops``: how many times each ATen operator ran;
+    - ``log.product_dtypes``: how many operands of matrix products (``mm``, ``bmm``, ``addmm``, ...)
+      had each dtype (``"torch.float32"``: count), so a test can see a product computed in bfloat16;
+    - ``log.saved``: ``(shape, dtype)`` of each tensor autograd packed for a backward pass while the
+      log was open (``ctx.save_for_backward`` of a custom ``Function`` included, a tensor kept as a
+      plain ``ctx`` attribute not), seen through ``torch.autograd.graph.saved_tensors_hooks``;
+    - ``log.live_bytes``: bytes of the tensors the operators created that are still alive (read it
+      while the call's results are kept: what a forward leaves behind for its backward).
 
     Slow (Python bookkeeping per operator): never time code inside it.
     """
@@ -77,16 +91,40 @@ class AllocationLog(TorchDispatchMode):
         self.reductions: list[tuple[str, int]] = []
         self.n_reductions = 0
         self.ops: dict[str, int] = {}
+        self.product_dtypes: dict[str, int] = {}
+        self.saved: list[tuple[tuple[int, ...], str]] = []
         self._live: dict[tuple[str, int], int] = {}
         self._remote = False  # a report from the kernel was absorbed: local operators no longer count
+        self._remote_live = 0
+        self._hooks: Any = None
+
+    @property
+    def live_bytes(self) -> int:
+        """Bytes of the tensors created under the log that are alive now (the kernel's count when it
+        reported, while graded)."""
+        return self._remote_live if self._remote else self._now
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        if not self._remote and len(self.saved) < _MAX_RECORDED:
+            self.saved.append((tuple(tensor.shape), str(tensor.dtype)))
+        # detached (same storage, same version counter): the tensor itself would tie a saved output to its own
+        # grad_fn, a cycle through C++ that no garbage collection frees when backward never runs
+        return tensor.detach()
 
     def __enter__(self) -> "AllocationLog":
         REMOTE_MODES.enter(self.remote, self)
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack)
+        self._hooks.__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
         REMOTE_MODES.leave(self)
-        return super().__exit__(*exc)
+        try:
+            return super().__exit__(*exc)
+        finally:
+            hooks, self._hooks = self._hooks, None
+            if hooks is not None:
+                hooks.__exit__(None, None, None)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - torch's protocol
         kwargs = kwargs or {}
@@ -95,6 +133,11 @@ class AllocationLog(TorchDispatchMode):
             return out
         name = func.overloadpacket.__name__
         self.ops[name] = self.ops.get(name, 0) + 1
+        if name in _PRODUCTS:
+            for operand in tree_flatten((args, kwargs))[0]:
+                if isinstance(operand, torch.Tensor):
+                    key = str(operand.dtype)
+                    self.product_dtypes[key] = self.product_dtypes.get(key, 0) + 1
         width = _reduced_width(name, args, kwargs)
         if width is not None:
             self.n_reductions += 1
@@ -132,7 +175,9 @@ class AllocationLog(TorchDispatchMode):
         """The summary as plain data (what the kernel sends the checker)."""
         return {"largest": self.largest, "largest_shape": list(self.largest_shape), "largest_op": self.largest_op,
                 "peak_bytes": self.peak_bytes, "total_bytes": self.total_bytes,
-                "reductions": [list(r) for r in self.reductions], "n_reductions": self.n_reductions, "ops": dict(self.ops)}
+                "reductions": [list(r) for r in self.reductions], "n_reductions": self.n_reductions, "ops": dict(self.ops),
+                "product_dtypes": dict(self.product_dtypes), "saved": [[list(shape), dtype] for shape, dtype in self.saved],
+                "live_bytes": self.live_bytes}
 
     def absorb(self, report: Any) -> None:
         """Add a call's :meth:`report` from another process (the kernel, while graded); a malformed
@@ -150,6 +195,7 @@ class AllocationLog(TorchDispatchMode):
             self.largest, self.largest_shape, self.largest_op = 0, (), ""
             self.peak_bytes = self.total_bytes = 0
             self.reductions, self.n_reductions, self.ops = [], 0, {}
+            self.product_dtypes, self.saved, self._remote_live = {}, [], 0
         largest = int(report.get("largest", 0))
         if largest > self.largest:
             self.largest = largest
@@ -163,3 +209,9 @@ class AllocationLog(TorchDispatchMode):
         self.n_reductions += int(report.get("n_reductions", 0))
         for name, count in dict(report.get("ops", {})).items():
             self.ops[str(name)] = self.ops.get(str(name), 0) + int(count)
+        for name, count in dict(report.get("product_dtypes", {})).items():
+            self.product_dtypes[str(name)] = self.product_dtypes.get(str(name), 0) + int(count)
+        for shape, dtype in list(report.get("saved", []))[:_MAX_RECORDED]:
+            if len(self.saved) < _MAX_RECORDED:
+                self.saved.append((tuple(int(n) for n in shape), str(dtype)))
+        self._remote_live += int(report.get("live_bytes", 0))

@@ -305,6 +305,32 @@ def test_an_allocation_log_around_backward_sees_the_answers_backward_pass(kernel
     assert not result.ok and "(300, 300)" in result.evalue, result
 
 
+def test_an_allocation_log_sees_what_the_answers_forward_saves_and_keeps(kernel):
+    # 13's second blind red team: a forward that keeps its tensors as ctx attributes, or keeps a T x T matrix for the
+    # backward, and a backward with bfloat16 products escaped; the kernel's log reports them to the checker's
+    answer = (
+        "class Keeps(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        ctx.x = x\n        ctx.big = x[:, None] * x[None, :]\n        return x * 2\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        h = g.bfloat16()[None, :]\n        return g * 2 + 0 * (h @ h.T).float().sum()\n"
+    )
+    test = ("### BEGIN HIDDEN TESTS\nx = torch.randn(300, requires_grad=True)\n"
+            "with AllocationLog() as log:\n    y = Keeps.apply(x)\n"
+            "with AllocationLog() as back:\n    y.sum().backward()\n"
+            "check(log.saved == [], f'saved {log.saved}')\n"
+            "check(log.live_bytes < 300 * 300 * 4, f'kept {log.live_bytes} bytes')\n"
+            "check(not back.product_dtypes.get('torch.bfloat16'), f'products {back.product_dtypes}')\n### END HIDDEN TESTS\n")
+    result = _check(kernel, answer, test)
+    assert not result.ok and "kept " in result.evalue, result
+    saves = answer.replace("ctx.big = x[:, None] * x[None, :]", "ctx.save_for_backward(x)")
+    test_saves = test.replace("log.saved == []", "log.saved == [((300,), 'torch.float32')]")
+    result = _check(kernel, saves, test)
+    assert not result.ok and "saved [((300,), 'torch.float32')]" in result.evalue, result
+    result = _check(kernel, saves, test_saves)
+    assert not result.ok and "products {'torch.bfloat16': 2}" in result.evalue, result
+    result = _check(kernel, saves.replace("g.bfloat16()", "g.float()"), test_saves)
+    assert result.ok, result
+
+
 def test_a_switched_off_watch_is_reported(kernel):
     answer = ("import sys\nfrom course_utils.attention import scaled_dot_product_attention as _ref\n"
               "def attention(q, k, v):\n    sys.setprofile(None)\n    return _ref(q, k, v)\n")
