@@ -1211,3 +1211,287 @@ def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_m
 """,
     ),
 ]
+
+
+# Second blind red team of 13 (build/redteam/13_blind2.py): wrong answers that got full marks. The tests now run unequal
+# blocks (16 x 32) and count the matrix products against 16 x 16 (half the tiles), record what save_for_backward packs and
+# what the forward leaves alive, the dtypes of the backward's matrix products for bfloat16 inputs, and float8_e8m0fnu.
+_BLIND2_TILED = """\
+def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):
+    B, H, T_q, d = q.shape
+    T_k, d_v = k.shape[-2], v.shape[-1]
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+    lse_dtype = acc if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
+    scale = 1.0 / math.sqrt(d)
+    out = torch.empty(B, H, T_q, d_v, dtype=q.dtype, device=q.device)
+    lse = torch.empty(B, H, T_q, dtype=lse_dtype, device=q.device)
+    NEG = float("-inf")
+    for q0 in range(0, T_q, block_q):
+        q1 = min(q0 + block_q, T_q)
+        qi = q[:, :, q0:q1].to(acc)
+        m = torch.full((B, H, q1 - q0), NEG, dtype=acc, device=q.device)
+        l = torch.zeros(B, H, q1 - q0, dtype=acc, device=q.device)
+        o = torch.zeros(B, H, q1 - q0, d_v, dtype=acc, device=q.device)
+        for k0 in range(0, T_k, block_k):
+            if causal and k0 > q1 - 1:
+                break
+            k1 = min(k0 + block_k, T_k)
+            s = qi @ k[:, :, k0:k1].to(acc).transpose(-2, -1) * scale
+            if key_padding_mask is not None:
+                s = s.masked_fill(~key_padding_mask[:, None, None, k0:k1], NEG)
+            if causal and k1 - 1 > q0:
+                rows = torch.arange(q0, q1, device=q.device)[:, None]
+                cols = torch.arange(k0, k1, device=q.device)[None, :]
+                s = s.masked_fill(cols > rows, NEG)
+            m_new = torch.maximum(m, s.amax(dim=-1))
+            shift = torch.where(m_new == NEG, torch.zeros_like(m_new), m_new)
+            alpha = torch.exp(m - shift)
+            p = torch.exp(s - shift[..., None])
+            l = alpha * l + p.sum(dim=-1)
+            o = alpha[..., None] * o + p @ v[:, :, k0:k1].to(acc)
+            m = m_new
+        safe = torch.where(l == 0, torch.ones_like(l), l)
+        out[:, :, q0:q1] = (o / safe[..., None]).to(q.dtype)
+        lse[:, :, q0:q1] = torch.where(l == 0, torch.full_like(l, NEG), m + torch.log(safe)).to(lse_dtype)
+    return out, lse
+"""
+
+_BLIND2_TA_STORE_P = """\
+class TiledAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, block_q, block_k, causal, key_padding_mask):
+        out, lse = tiled_attention(q, k, v, block_q, block_k, causal, key_padding_mask)
+        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)
+        ctx.block_q, ctx.block_k, ctx.causal = block_q, block_k, causal
+        acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+        L = torch.where(torch.isinf(lse), torch.zeros_like(lse), lse).to(acc)
+        ctx.tiles = {}
+        for q0 in range(0, q.shape[-2], block_q):
+            q1 = min(q0 + block_q, q.shape[-2])
+            for k0 in range(0, k.shape[-2], block_k):
+                if causal and k0 > q1 - 1:
+                    break
+                k1 = min(k0 + block_k, k.shape[-2])
+                s = q[:, :, q0:q1].to(acc) @ k[:, :, k0:k1].to(acc).transpose(-2, -1) / math.sqrt(q.shape[-1])
+                if key_padding_mask is not None:
+                    s = s.masked_fill(~key_padding_mask[:, None, None, k0:k1], float("-inf"))
+                if causal and k1 - 1 > q0:
+                    s = s.masked_fill(torch.arange(k0, k1, device=q.device)[None, :] > torch.arange(q0, q1, device=q.device)[:, None], float("-inf"))
+                ctx.tiles[q0, k0] = torch.exp(s - L[:, :, q0:q1, None])
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, d_out, d_lse):
+        q, k, v, out, lse, mask = ctx.saved_tensors
+        acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+        scale = 1 / math.sqrt(q.shape[-1])
+        dq = torch.zeros(q.shape, dtype=acc, device=q.device)
+        dk = torch.zeros(k.shape, dtype=acc, device=q.device)
+        dv = torch.zeros(v.shape, dtype=acc, device=q.device)
+        D = (d_out.to(acc) * out.to(acc)).sum(-1)
+        for (q0, k0), p in ctx.tiles.items():
+            q1, k1 = q0 + p.shape[-2], k0 + p.shape[-1]
+            doi = d_out[:, :, q0:q1].to(acc)
+            dv[:, :, k0:k1] += p.transpose(-2, -1) @ doi
+            ds = p * (doi @ v[:, :, k0:k1].to(acc).transpose(-2, -1) - D[:, :, q0:q1, None] + d_lse[:, :, q0:q1, None].to(acc))
+            dq[:, :, q0:q1] += ds @ k[:, :, k0:k1].to(acc) * scale
+            dk[:, :, k0:k1] += ds.transpose(-2, -1) @ q[:, :, q0:q1].to(acc) * scale
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None, None, None, None
+"""
+
+MISTAKES += [
+    Mistake(
+        cell="tiled_attention",
+        name="block_k ignored: key blocks of block_q keys (values right)",
+        rejected_by=("test_tiled_attention_memory",),
+        replace=(("for k0 in range(0, min(T_k, q1) if causal else T_k, block_k):", "for k0 in range(0, min(T_k, q1) if causal else T_k, block_q):"),
+                 ("k1 = min(k0 + block_k, T_k)", "k1 = min(k0 + block_q, T_k)")),
+        kind="argument",
+    ),
+    Mistake(
+        cell="tiled_attention",
+        name="block_q ignored: query blocks of block_k queries (values right)",
+        rejected_by=("test_tiled_attention_memory",),
+        replace=(("for q0 in range(0, T_q, block_q):\n        q1 = min(q0 + block_q, T_q)",
+                  "for q0 in range(0, T_q, block_k):\n        q1 = min(q0 + block_k, T_q)"),),
+        kind="argument",
+    ),
+    Mistake(
+        cell="TiledAttention",
+        name="backward loops over key blocks of block_q keys (the saved block_k ignored)",
+        rejected_by=("test_TiledAttention",),
+        replace=(("block_q, block_k, causal = ctx.settings", "block_q, _, causal = ctx.settings\n        block_k = block_q"),),
+        kind="argument",
+    ),
+    Mistake(
+        cell="TiledAttention",
+        name="forward keeps every probability tile on ctx, backward reads them back (no recomputation)",
+        rejected_by=("test_TiledAttention",),
+        source=_BLIND2_TA_STORE_P,
+        kind="structure",
+    ),
+    Mistake(
+        cell="TiledAttention",
+        name="probability tiles passed to save_for_backward too (no recomputation)",
+        rejected_by=("test_TiledAttention",),
+        source=_BLIND2_TA_STORE_P.replace(
+            "                ctx.tiles[q0, k0] = torch.exp(s - L[:, :, q0:q1, None])\n        return out, lse",
+            "                ctx.tiles[q0, k0] = torch.exp(s - L[:, :, q0:q1, None])\n        ctx.keys = list(ctx.tiles)\n"
+            "        ctx.save_for_backward(q, k, v, out, lse, key_padding_mask, *ctx.tiles.values())\n        ctx.tiles = None\n        return out, lse").replace(
+            "        q, k, v, out, lse, mask = ctx.saved_tensors\n        acc",
+            "        q, k, v, out, lse, mask, *tiles = ctx.saved_tensors\n        ctx.tiles = dict(zip(ctx.keys, tiles))\n        acc"),
+        kind="structure",
+    ),
+    Mistake(
+        cell="TiledAttention",
+        name="q, k, v, out, lse kept as ctx attributes instead of ctx.save_for_backward",
+        rejected_by=("test_TiledAttention",),
+        replace=(("ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)", "ctx.tensors = (q, k, v, out, lse, key_padding_mask)"),
+                 ("q, k, v, out, lse, key_padding_mask = ctx.saved_tensors", "q, k, v, out, lse, key_padding_mask = ctx.tensors")),
+        kind="autograd",
+    ),
+    # bfloat16 inputs at T = 512: 0.33% relative gradient error (bound 0.6%, float32 products 0.24%): caught by the products' dtypes
+    Mistake(
+        cell="TiledAttention",
+        name="backward tile products rounded to bfloat16, accumulators float32",
+        rejected_by=("test_TiledAttention",),
+        replace=(("dv[..., k0:k1, :] += p.transpose(-2, -1) @ d_out[..., q0:q1, :]",
+                  "dv[..., k0:k1, :] += (p.to(q.dtype).transpose(-2, -1) @ d_out[..., q0:q1, :].to(q.dtype)).to(acc)"),
+                 ("dq[..., q0:q1, :] += ds @ ka[..., k0:k1, :] * scale",
+                  "dq[..., q0:q1, :] += (ds.to(q.dtype) @ k[..., k0:k1, :]).to(acc) * scale"),
+                 ("dk[..., k0:k1, :] += ds.transpose(-2, -1) @ qa[..., q0:q1, :] * scale",
+                  "dk[..., k0:k1, :] += (ds.to(q.dtype).transpose(-2, -1) @ q[..., q0:q1, :]).to(acc) * scale")),
+        kind="dtype",
+    ),
+    Mistake(
+        cell="TiledAttention",
+        name="backward dP tile computed in bfloat16",
+        rejected_by=("test_TiledAttention",),
+        replace=(("dp = d_out[..., q0:q1, :] @ va[..., k0:k1, :].transpose(-2, -1)",
+                  "dp = (d_out[..., q0:q1, :].to(q.dtype) @ v[..., k0:k1, :].transpose(-2, -1)).to(acc)"),),
+        kind="dtype",
+    ),
+    Mistake(
+        cell="decoder_kv_cache_bytes",
+        name="typed-in table of element sizes, the four common float8 dtypes included",
+        rejected_by=("test_kv_cache_bytes",),
+        source="""\
+SIZES = {torch.float64: 8, torch.float32: 4, torch.float16: 2, torch.bfloat16: 2,
+         torch.float8_e4m3fn: 1, torch.float8_e5m2: 1, torch.float8_e4m3fnuz: 1, torch.float8_e5m2fnuz: 1}
+
+
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    if hasattr(config, "n_kv_heads"):
+        layers, heads, kv_heads = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        layers, heads, kv_heads = config.n_layer, config.n_head, config.n_head
+    return 2 * layers * batch * kv_heads * T * (config.d_model // heads) * SIZES[dtype]
+""",
+        kind="ban",
+    ),
+]
+
+ACCEPTED += [
+    # right answers next to the new checks (from the same red team): other product styles and tilings keep the product ratio
+    Accepted(
+        cell="tiled_attention",
+        name="right: preallocated out/lse written per query block, == -inf guards",
+        checked_by=("test_tiled_attention", "test_tiled_attention_memory"),
+        source=_BLIND2_TILED,
+    ),
+    Accepted(
+        cell="tiled_attention",
+        name="right: einsum for both products",
+        checked_by=("test_tiled_attention", "test_tiled_attention_memory"),
+        source=_BLIND2_TILED.replace(
+            "s = qi @ k[:, :, k0:k1].to(acc).transpose(-2, -1) * scale",
+            's = torch.einsum("bhid,bhjd->bhij", qi, k[:, :, k0:k1].to(acc)) * scale').replace(
+            "o = alpha[..., None] * o + p @ v[:, :, k0:k1].to(acc)",
+            'o = alpha[..., None] * o + torch.einsum("bhij,bhjc->bhic", p, v[:, :, k0:k1].to(acc))'),
+    ),
+    Accepted(
+        cell="tiled_attention",
+        name="right: q scaled once per block instead of the scores",
+        checked_by=("test_tiled_attention", "test_tiled_attention_memory"),
+        source=_BLIND2_TILED.replace("qi = q[:, :, q0:q1].to(acc)", "qi = q[:, :, q0:q1].to(acc) * scale").replace(
+            "s = qi @ k[:, :, k0:k1].to(acc).transpose(-2, -1) * scale", "s = qi @ k[:, :, k0:k1].to(acc).transpose(-2, -1)"),
+    ),
+    Accepted(
+        cell="tiled_attention",
+        name="right: ragged last key block zero-padded and masked",
+        checked_by=("test_tiled_attention", "test_tiled_attention_memory"),
+        source="""\
+def tiled_attention(q, k, v, block_q=64, block_k=64, causal=False, key_padding_mask=None):
+    B, H, T_q, d = q.shape
+    T_k, d_v = k.shape[-2], v.shape[-1]
+    acc = torch.float64 if q.dtype == torch.float64 else torch.float32
+    n_k = -(-T_k // block_k) * block_k
+    kp = F.pad(k.to(acc), (0, 0, 0, n_k - T_k))
+    vp = F.pad(v.to(acc), (0, 0, 0, n_k - T_k))
+    valid = torch.arange(n_k, device=q.device) < T_k
+    if key_padding_mask is not None:
+        keep = F.pad(key_padding_mask, (0, n_k - T_k), value=False)
+    else:
+        keep = valid[None, :].expand(B, n_k)
+    out = torch.zeros(B, H, T_q, d_v, dtype=q.dtype, device=q.device)
+    lse = torch.full((B, H, T_q), -math.inf, dtype=acc if q.dtype in (torch.float16, torch.bfloat16) else q.dtype, device=q.device)
+    for q0 in range(0, T_q, block_q):
+        q1 = min(q0 + block_q, T_q)
+        qi = q[:, :, q0:q1].to(acc) * d ** -0.5
+        m = torch.full((B, H, q1 - q0), -math.inf, dtype=acc, device=q.device)
+        l = torch.zeros((B, H, q1 - q0), dtype=acc, device=q.device)
+        o = torch.zeros((B, H, q1 - q0, d_v), dtype=acc, device=q.device)
+        for k0 in range(0, n_k, block_k):
+            if causal and k0 >= q1:
+                continue
+            k1 = k0 + block_k
+            s = qi @ kp[:, :, k0:k1].transpose(-1, -2)
+            allowed = keep[:, None, None, k0:k1]
+            if causal:
+                allowed = allowed & (torch.arange(k0, k1, device=q.device)[None, :] <= torch.arange(q0, q1, device=q.device)[:, None])
+            s = s.masked_fill(~allowed, -math.inf)
+            m_new = torch.maximum(m, s.amax(-1))
+            safe = m_new.nan_to_num(neginf=0.0)
+            scale_old = torch.exp(m - safe)
+            p = torch.exp(s - safe.unsqueeze(-1))
+            l = l * scale_old + p.sum(-1)
+            o = o * scale_old.unsqueeze(-1) + p @ vp[:, :, k0:k1]
+            m = m_new
+        seen = l > 0
+        out[:, :, q0:q1] = torch.where(seen[..., None], o / l.clamp(min=1e-300 if acc == torch.float64 else 1e-30)[..., None], 0.0).to(q.dtype)
+        lse[:, :, q0:q1] = torch.where(seen, m + torch.log(l.clamp(min=1e-300 if acc == torch.float64 else 1e-30)), -math.inf).to(lse.dtype)
+    return out, lse
+""",
+    ),
+    Accepted(
+        cell="TiledAttention",
+        name="right: block sizes as separate ctx attributes, float64 backward, mask kept as a ctx attribute",
+        replace=(("ctx.save_for_backward(q, k, v, out, lse, key_padding_mask)\n        ctx.settings = (block_q, block_k, causal)",
+                  "ctx.save_for_backward(q, k, v, out, lse)\n        ctx.mask = key_padding_mask\n"
+                  "        ctx.block_q, ctx.block_k, ctx.causal = block_q, block_k, causal"),
+                 ("q, k, v, out, lse, key_padding_mask = ctx.saved_tensors\n        block_q, block_k, causal = ctx.settings\n"
+                  "        acc = torch.promote_types(q.dtype, torch.float32)",
+                  "q, k, v, out, lse = ctx.saved_tensors\n        key_padding_mask = ctx.mask\n"
+                  "        block_q, block_k, causal = ctx.block_q, ctx.block_k, ctx.causal\n        acc = torch.float64")),
+    ),
+    Accepted(
+        cell="TiledAttention",
+        name="right: backward products through einsum on float32 copies taken per tile",
+        replace=(("s = qa[..., q0:q1, :] @ ka[..., k0:k1, :].transpose(-2, -1) * scale",
+                  's = torch.einsum("...id,...jd->...ij", q[..., q0:q1, :].to(acc), k[..., k0:k1, :].to(acc)) * scale'),
+                 ("dp = d_out[..., q0:q1, :] @ va[..., k0:k1, :].transpose(-2, -1)",
+                  'dp = torch.einsum("...ic,...jc->...ij", d_out[..., q0:q1, :], v[..., k0:k1, :].to(acc))')),
+    ),
+    Accepted(
+        cell="decoder_kv_cache_bytes",
+        name="right: torch.finfo(dtype).bits // 8",
+        source="""\
+def decoder_kv_cache_bytes(config, T, batch, dtype):
+    if isinstance(config, LlamaConfig):
+        L, n_h, n_kv = config.n_layers, config.n_heads, config.n_kv_heads
+    else:
+        L, n_h, n_kv = config.n_layer, config.n_head, config.n_head
+    return (2 * L * batch * n_kv * T * (config.d_model // n_h) * torch.finfo(dtype).bits) // 8
+""",
+    ),
+]
