@@ -59,6 +59,11 @@ NB06 = ROOT / "solutions" / "06_positional_encoding" / "06_positional_encoding.i
 NB12 = ROOT / "solutions" / "12_vit_moe" / "12_vit_moe.ipynb"
 
 
+def claims_table(claims: dict[str, int], n: int) -> list[str]:
+    """The closing table of a notebook's section: each claim and in how many of the ``n`` seeds it held."""
+    return ["", "| claim | seeds where it held |", "|---|---|"] + [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
+
+
 def spread(values: list[float]) -> str:
     """'mean ± sd [lowest-highest]' (the notebooks' own format)."""
     sd = statistics.stdev(values) if len(values) > 1 else 0.0
@@ -125,9 +130,7 @@ def run_02(seeds: list[int], small: bool = False) -> str:
               "without attention the longest bucket is under 5 %":
               sum(run[-1] < 5 for run in per_bucket["no attention"]),
               "every date model is above 95 % exact": sum(d > 95 for d in date_exact)}
-    lines += ["", "| claim | seeds where it held |", "|---|---|"]
-    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + claims_table(claims, n))
 
 
 def run_01(seeds: list[int], small: bool = False) -> str:
@@ -174,9 +177,7 @@ def run_01(seeds: list[int], small: bool = False) -> str:
               "per-character accuracy falls at every bucket, shortest to longest": sum(
                   all(a > b for a, b in zip(run, run[1:])) for run in char),
               "the longest bucket's per-character accuracy is under 25 %": sum(run[-1] < 25 for run in char)}
-    lines += ["", "| claim | seeds where it held |", "|---|---|"]
-    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + claims_table(claims, n))
 
 
 def _cell(notebook: Path, key: str) -> str:
@@ -318,9 +319,7 @@ def run_06(seeds: list[int], small: bool = False) -> str:
                       for v in ("sinusoidal", "learned")) for i in range(n)),
               "sinusoidal ends above learned (the order changes with the seed)": sum(
                   s > lr for s, lr in zip(res["sinusoidal"]["test"], res["learned"]["test"]))}
-    lines += ["", "| claim | seeds where it held |", "|---|---|"]
-    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + claims_table(claims, n))
 
 
 def namespace_08() -> dict:
@@ -418,9 +417,7 @@ def run_08(seeds: list[int], small: bool = False) -> str:
         "both translators are above 90 % exact (10)":
             sum(a > 90 and b > 90 for a, b in zip(res[rnn]["tr_exact"], res[tf]["tr_exact"])),
     }
-    lines += ["", "| claim | seeds where it held |", "|---|---|"]
-    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + claims_table(claims, n))
 
 
 def _swap(source: str, old: str, new: str) -> str:
@@ -557,9 +554,7 @@ def run_12(seeds: list[int], small: bool = False) -> str:
               "with balancing nothing is dropped at capacity factor 1.25": sum(v == 0 for v in dropped["balanced"][1.25]),
               "without balancing more is dropped than with it, at 1.0 and at 1.25": sum(
                   all(dropped["no balancing"][f][i] > dropped["balanced"][f][i] for f in factors) for i in range(n))}
-    lines += ["", "| claim | seeds where it held |", "|---|---|"]
-    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + claims_table(claims, n))
 
 NB07 = ROOT / "solutions" / "07_transformer_block" / "07_transformer_block.ipynb"
 
@@ -615,9 +610,7 @@ def run_07(seeds: list[int], small: bool = False) -> str:
                                                           for i in range(n)),
               "Q4 matches or beats Q3 on contrast (within 1 point or above)": sum(acc[q4]["contrast"][i] >= acc[q3]["contrast"][i] - 1
                                                                                  for i in range(n))}
-    lines += ["", "| claim | seeds where it held |", "|---|---|"]
-    lines += [f"| {claim} | {k} of {n} |" for claim, k in claims.items()]
-    return "\n".join(lines)
+    return "\n".join(lines + claims_table(claims, n))
 
 
 NB10 = ROOT / "solutions" / "10_gpt" / "10_gpt.ipynb"
