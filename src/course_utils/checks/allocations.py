@@ -23,9 +23,8 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
-from course_utils.protocol.messages import REMOTE_MODES, Mode
+from course_utils.protocol.messages import REMOTE_MODES, Mode, tensors_in
 
 __all__ = ["AllocationLog"]
 
@@ -134,20 +133,17 @@ class AllocationLog(TorchDispatchMode):
         name = func.overloadpacket.__name__
         self.ops[name] = self.ops.get(name, 0) + 1
         if name in _PRODUCTS:
-            for operand in tree_flatten((args, kwargs))[0]:
-                if isinstance(operand, torch.Tensor):
-                    key = str(operand.dtype)
-                    self.product_dtypes[key] = self.product_dtypes.get(key, 0) + 1
+            for operand in tensors_in((args, kwargs)):
+                key = str(operand.dtype)
+                self.product_dtypes[key] = self.product_dtypes.get(key, 0) + 1
         width = _reduced_width(name, args, kwargs)
         if width is not None:
             self.n_reductions += 1
             if len(self.reductions) < _MAX_RECORDED:
                 self.reductions.append((_REDUCTIONS[name], int(width)))
-        inputs = {(str(t.device), t.untyped_storage().data_ptr())
-                  for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
-        for value in tree_flatten(out)[0]:
-            if isinstance(value, torch.Tensor):
-                self._record(value, name, inputs)
+        inputs = {(str(t.device), t.untyped_storage().data_ptr()) for t in tensors_in((args, kwargs))}
+        for value in tensors_in(out):
+            self._record(value, name, inputs)
         return out
 
     def _record(self, value: torch.Tensor, op: str, inputs: set[tuple[str, int]]) -> None:

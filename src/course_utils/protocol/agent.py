@@ -51,6 +51,12 @@ def _audit(event: str, args: Any) -> None:
         _AUDIT.append(event)
 
 
+def _on_meta(args: Any, kwargs: Any, modes: list) -> bool:
+    """Whether a call will compute on meta tensors (a device probe's)."""
+    return any(mode[0] is Mode.NEW_ON_META for mode in modes) or any(
+        t.device.type == "meta" for t in tensors_in((list(args), kwargs)))
+
+
 def _hook_threads() -> None:
     """Python 3.11 raises no audit event for a new thread: report the ones started through
     ``_thread``/``threading`` as the event 3.13 raises (a reference captured before the checker
@@ -324,6 +330,10 @@ class _Session:
                 logs.append(AllocationLog())
                 contexts.append(logs[-1])
         watching = any(mode[0] in (Mode.OWN_WORK, Mode.BANNED) for mode in modes)
+        if watching and "torch._dynamo" not in sys.modules and _on_meta(args, kwargs, modes):
+            # an operation on meta tensors runs torch's Python decompositions, whose first call imports
+            # torch._dynamo (2 s); under the profiler that watches for references it took 7 s (11's RMSNorm)
+            importlib.import_module("torch._dynamo")  # (not `import torch._dynamo`: that would bind `torch` here)
         _AUDIT.clear()
         profile = _enter(contexts)
         try:

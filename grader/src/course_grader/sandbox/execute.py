@@ -93,7 +93,8 @@ class SandboxedExecute(Execute):
                 # the student's variant seed, from the gradebook: the checker's alone (never the kernel's)
                 checker_started = time.perf_counter()
                 self._checker_env = checker_environment(graded.get("db_url"), graded.get("student"), assignment)
-                self._checker = CheckerProcess(self._checker_env)  # starts (or forks) while the kernel starts, not at the first test
+                # starts (or forks) while the kernel starts, not at the first test, and imports what the tests use then
+                self._checker = CheckerProcess(self._checker_env, self._checker_prelude())
                 self._add_seconds("checker_start", checker_started)
             nb, resources = self._preprocess(nb, resources, km)
             self._seconds["execute"] = time.perf_counter() - started

@@ -47,7 +47,7 @@ from course_utils.protocol import wire
 from course_utils.protocol.messages import REMOTE_MODES, WRITABLE, Callback, Mode, Op, bridged, set_default_device, tensors_in
 
 
-__all__ = ["BASE_PRELUDE", "Checker", "CheckResult", "check_cell", "checker_enabled", "prelude_from_source"]
+__all__ = ["BASE_PRELUDE", "Checker", "CheckResult", "check_cell", "checker_enabled", "prelude_from_source", "run_prelude"]
 
 # Imported in the checker, whatever the notebook does: the tests' own vocabulary.
 BASE_PRELUDE = (
@@ -706,6 +706,19 @@ def _seeding_counted(checker: Checker) -> Iterator[None]:
             setattr(torch, name, original)
 
 
+def run_prelude(prelude: str) -> dict[str, Any]:
+    """A fresh namespace holding the tests' vocabulary and ``prelude``'s imports (each statement on its
+    own: one of a package missing here leaves the rest). Run once before any test cell, it also makes a
+    new checker pay the notebook's imports while the kernel starts, not in the first test cell."""
+    namespace: dict[str, Any] = {"__name__": "__checker__", "__builtins__": builtins}
+    for statement in ast.parse(BASE_PRELUDE + "\n" + prelude).body:
+        try:
+            exec(compile(ast.Module([statement], []), "<prelude>", "exec"), namespace)  # noqa: S102 - our code
+        except Exception:  # noqa: BLE001 - an optional package missing here
+            pass
+    return namespace
+
+
 def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: float = 120.0,
                withheld: Sequence[str] = ()) -> CheckResult:
     """Run a test cell's whole code (visible and hidden tests) here, against the kernel.
@@ -715,12 +728,7 @@ def check_cell(connection_info: dict, source: str, prelude: str = "", timeout: f
         tree = ast.parse(source)
     except SyntaxError as error:
         return CheckResult(False, "SyntaxError", f"the test cell does not parse: {error}")
-    namespace: dict[str, Any] = {"__name__": "__checker__", "__builtins__": builtins}
-    for statement in ast.parse(BASE_PRELUDE + "\n" + prelude).body:
-        try:
-            exec(compile(ast.Module([statement], []), "<prelude>", "exec"), namespace)  # noqa: S102 - our code
-        except Exception:  # noqa: BLE001 - an optional package missing here
-            pass
+    namespace = run_prelude(prelude)
     trusted = set(namespace)
     saved_dtype, saved_grad, saved_device = torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_default_device()
     link: KernelLink | None = None

@@ -17,6 +17,7 @@ Where the fork server cannot start (or with ``COURSE_CHECKER_FORK=off``) each ch
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -28,7 +29,7 @@ import sys
 import threading
 from typing import IO, Sequence
 
-from course_grader.grading.checker.checker import CheckResult, check_cell
+from course_grader.grading.checker.checker import CheckResult, check_cell, run_prelude
 
 __all__ = ["CHECKER_GRACE", "CheckerProcess", "serve_fork_server", "serve_requests", "warm_up"]
 
@@ -104,9 +105,10 @@ def warm_up() -> None:
 class CheckerProcess:
     """One graded notebook's checker: each test cell a request, each verdict a reply (JSON lines)."""
 
-    def __init__(self, environment: dict[str, str] | None = None) -> None:
+    def __init__(self, environment: dict[str, str] | None = None, prelude: str = "") -> None:
         # this notebook's own variables for the checker (COURSE_* only: the variant seed), never the kernel's
         self.environment = {k: v for k, v in (environment or {}).items() if k.startswith("COURSE_")}
+        self.prelude = prelude  # the notebook's imports: the new checker runs them first, while the kernel starts
         # started beside the caller's own work (the notebook's kernel starting): the first fork waits for the
         # fork server to have imported torch, which need not hold the kernel back; the first request waits for it
         self._start_error: BaseException | None = None
@@ -116,6 +118,8 @@ class CheckerProcess:
     def _start_beside(self) -> None:
         try:
             self._start()
+            if self.prelude:
+                self._send({"warm": self.prelude})  # answered by nothing: the first test cell waits behind it
         except BaseException as error:  # noqa: BLE001 - raised again where the checker is first used
             self._start_error = error
 
@@ -212,14 +216,27 @@ def serve_requests(requests: IO[str] | None = None, replies: IO[str] | None = No
     """A checker: one JSON request per line, one result per line (stdin and stdout by default)."""
     requests, replies = requests or sys.stdin, replies or sys.stdout
     for line in requests:
-        replies.write(json.dumps(_answer(json.loads(line))) + "\n")
+        request = json.loads(line)
+        if "warm" in request:  # the notebook's imports, before its first test cell
+            with contextlib.redirect_stdout(io.StringIO()):
+                run_prelude(str(request["warm"]))
+            continue
+        replies.write(json.dumps(_answer(request)) + "\n")
         replies.flush()
+
+
+def _preload() -> None:
+    """What a checker would otherwise import in a test cell, once for all its forks (none starts a thread):
+    torch._dynamo, imported by the first call of any torch function wrapped with ``_disable_dynamo`` (a
+    tensor encoded under a dispatch mode, 13's AllocationLog; an optimizer step): 1.5-2 s of a test cell."""
+    importlib.import_module("torch._dynamo")
 
 
 def serve_fork_server(control_fd: int) -> None:
     """The fork server: for each socket the grading process sends, fork a checker that serves it."""
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the system
+    _preload()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
