@@ -7,6 +7,8 @@ with a message like :mod:`course_utils.checks.assertions`' ones.
 from __future__ import annotations
 
 import copy
+import importlib
+import sys
 import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
@@ -236,6 +238,21 @@ def _tracked_run(fn: Callable[..., Any], args: Any, kwargs: Any, name: str, hint
         _fail(f"{name} {_NOT_FOLLOWING}", hint)
 
 
+def _import_dynamo_unwatched() -> None:
+    """Import ``torch._dynamo`` now, with any profile hook set aside. torch's Python decompositions
+    of meta operations import it on their first call (about 2 s); inside ``own_work`` or
+    ``banned_calls``, whose profile hook sees every call of that import, it took 7 s (11's RMSNorm,
+    12's patch embedding). Library code, not the answer's: nothing is unwatched while the answer runs."""
+    if "torch._dynamo" in sys.modules:
+        return
+    hook = sys.getprofile()
+    sys.setprofile(None)
+    try:
+        importlib.import_module("torch._dynamo")
+    finally:
+        sys.setprofile(hook)
+
+
 def check_device_dtype(
     fn: Callable[..., Any],
     *args: Any,
@@ -259,6 +276,7 @@ def check_device_dtype(
     (a tensor made without ``dtype=`` would change it, as it would for half precision).
     """
     __tracebackhide__ = True
+    _import_dynamo_unwatched()
     device_hint = hint or (
         "create every new tensor on the input's device (device=x.device, or the *_like "
         "functions), and move masks and index tensors there too."
