@@ -90,6 +90,20 @@ def test_course_quoted_reports_what_the_run_does_not_print(tmp_path, monkeypatch
     assert (tmp_path / "benchmarks" / "results" / "outputs-cpu" / f"{name}.txt").read_text().strip().startswith("took 3.1 s")
 
 
+def test_course_quoted_reads_an_executed_folder_outside_the_repository(tmp_path, monkeypatch, capsys):
+    """A reviewer's own run kept elsewhere (`course quoted --executed /tmp/run`) is named by its path, not refused."""
+    name = "00_welcome"
+    root, elsewhere = tmp_path / "course", tmp_path / "run"
+    (root / "solutions" / name).mkdir(parents=True)
+    nbformat.write(_notebook("took 3.1<!--q took--> s", ""), str(root / "solutions" / name / f"{name}.ipynb"))
+    (elsewhere / name).mkdir(parents=True)
+    nbformat.write(_notebook("", "took 3.1 s"), str(elsewhere / name / f"{name}.ipynb"))
+    monkeypatch.setenv("COURSE_ROOT", str(root))
+    monkeypatch.setattr(cli, "_names", lambda root, requested: [name])
+    assert cli.main(["quoted", "--executed", str(elsewhere)]) == 0
+    assert f"1 of 1 quoted number(s) printed by {elsewhere / name / name}.ipynb" in capsys.readouterr().out
+
+
 def test_quoted_numbers_are_in_the_recorded_cpu_run():
     """Every marked number of every notebook is printed, on the line its label names, by its recorded cpu run
     (`course quoted --record` after `make demo PROFILE=cpu`); a notebook that marks numbers must have a recorded

@@ -366,7 +366,7 @@ def cmd_quoted(args: argparse.Namespace) -> int:
             print(f"{name}: {check.marked} quoted number(s); no cpu run to compare with (make demo PROFILE=cpu)")
         else:
             print(f"{name}: {check.marked - len(check.missing)} of {check.marked} quoted number(s) printed by "
-                  f"{check.where.relative_to(root)}")
+                  f"{check.where.relative_to(root) if check.where.is_relative_to(root) else check.where}")
         for quote in check.missing:
             why = "NOT PRINTED" if quote.label else "NO LINE NAMED (<!--q LABEL-->)"
             print(f"  {why} {quote.describe()}")
