@@ -47,10 +47,14 @@ def execute_notebook(
     allow_errors: bool = False,
     cwd: Path | None = None,
     kernel_log: Path | None = None,
+    figures: bool = False,
 ) -> tuple[NotebookNode, ExecutionResult]:
     """Run ``path`` in ``cwd`` (default: its own folder); write the executed copy to ``output``.
 
     ``profile`` sets ``COURSE_PROFILE`` for the kernel (``None`` keeps the caller's).
+    ``figures``: the kernel draws figures inline into the copy even where ``MPLBACKEND`` names another
+    backend (under ``Agg``, as CI and headless machines set it, ``plt.show()`` draws nothing: an executed
+    copy made there had no figure at all).
     ``timeout`` is the limit per cell in seconds: ``None`` takes the profile's
     (:func:`course_utils.limits.execution_timeout`), ``0`` means none. ``kernel_log`` receives the kernel's
     stderr (default: this process's stderr).
@@ -80,7 +84,9 @@ def execute_notebook(
                 resources={"metadata": {"path": str(cwd or path.parent)}},
                 config=config,
             )
-            kwargs = {}
+            kwargs: dict = {}
+            if figures and "inline" not in os.environ.get("MPLBACKEND", "inline"):
+                kwargs["env"] = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # ipykernel's inline default
             if kernel_log is not None:
                 kernel_log.parent.mkdir(parents=True, exist_ok=True)
                 log_handle = kernel_log.open("w")

@@ -50,7 +50,7 @@ def execute_solutions(
         if verbose:
             print(f"[execute {index}/{len(paths)}] {path.parent.name}/{path.name} (profile {profile}) ...", end="", flush=True)
         _, result = execute_notebook(path, output, profile=profile, timeout=timeout,
-                                     kernel_log=output.with_suffix(".kernel.log"))
+                                     kernel_log=output.with_suffix(".kernel.log"), figures=True)
         results.append(result)
         if verbose:
             status = "ok" if result.ok else f"FAILED: {result.error} (kernel log: {result.kernel_log})"
