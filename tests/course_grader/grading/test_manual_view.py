@@ -126,19 +126,26 @@ def test_a_missing_cell_says_so():
 
 def test_the_view_shows_the_model_answer_and_the_rubric():
     """Issue 34 item 8: the model answer (the solution's written cell, never in the student's release)
-    and the points rubric beside the student's answer; a cell's own rubric replaces the default."""
+    and the points rubric beside the student's answer, one rubric per answer: the one the model answer
+    ends with ("**Rubric (2 points).** ..."), else a cell's own (metadata), else the default levels (the
+    third blind review saw 05's own rubric and the default one disagree on one page)."""
     question = written_questions(_source(M))[0]
     model_line = next(line for line in question.model_answer.splitlines() if len(line.strip()) > 30)
     assert model_line not in nbformat.writes(_release(M)), "the model answer is in the release"
+    assert "Rubric" not in question.model_answer and "1 point: identifies" in question.rubric_text
     page = render_view(M, "ada", _source(M), _student_run(M, CPU_LINE))
     assert html.escape(model_line) in page and "The model answer" in page
-    assert f"Rubric ({question.points:g} points)" in page and "own printed numbers" in page
+    assert page.count(f"Rubric ({question.points:g} points)") == 1 and "1 point: identifies" in page
+    assert "own printed numbers" not in page, "the default rubric beside the model answer's own"
+    plain = "03_self_attention"  # its model answer states no rubric: the default levels
+    (without,) = written_questions(_source(plain))
+    assert without.rubric_text == "" and "own printed numbers" in render_view(plain, "ada", _source(plain), _student_run(plain, CPU_LINE))
     source = _source(M)
     for cell in source.cells:
         if nbgrader_meta(cell).get("grade_id") == question.grade_id:
             cell.metadata.setdefault("course", {})["rubric"] = [[2, "names the NaN row and why"], [0, "anything else"]]
     page = render_view(M, "ada", source, _student_run(M, CPU_LINE))
-    assert "names the NaN row and why" in page and "own printed numbers" not in page
+    assert "names the NaN row and why" in page and "own printed numbers" not in page and "1 point: identifies" not in page
 
 
 @pytest.mark.parametrize("run, answer, flagged", [

@@ -45,6 +45,8 @@ __all__ = ["PROFILE_ORDER", "WrittenQuestion", "profile_warning", "written_quest
 _HEADING = re.compile(r"#{1,2} ")
 _RUN_HEADER = re.compile(r"seed:|profile", re.IGNORECASE)
 _PROFILE_IN_HEADER = re.compile(r"profile:\s*(\w+)")
+# the points rubric a model answer ends with: "**Rubric (2 points).** 1 point: ..."
+_RUBRIC = re.compile(r"^\s*\*\*Rubric\b[^*]*\*\*[ \t]*\n?", re.M)
 _ASKED_PROFILE = re.compile(r"`(ci|cpu|gpu)` profile or larger|your\*? run in the `(ci|cpu|gpu)` profile")
 PROFILE_ORDER = ("ci", "cpu", "gpu")  # smaller to larger: a run in a larger profile than asked is fine
 
@@ -58,9 +60,11 @@ class WrittenQuestion:
     model_answer: str = ""      # the written cell of solutions/ (the release has the stub instead)
     rubric: list[tuple[float, str]] | None = None  # the cell's metadata.course.rubric; None: the default
     profile: str | None = None  # the smallest profile the question's numbers must come from; None: any
+    rubric_text: str = ""       # the rubric the model answer's own text ends with ("**Rubric (N points).** ...")
 
     def rubric_levels(self) -> list[tuple[float, str]]:
-        """The rubric: the cell's own, else full / half / none of the points."""
+        """The rubric as levels: the cell's own, else full / half / none of the points (shown only where the
+        model answer states no rubric of its own: one rubric per answer)."""
         if self.rubric:
             return self.rubric
         return [(self.points, "the reasoning uses the student's own printed numbers and reaches the model answer's "
@@ -101,9 +105,12 @@ def written_questions(source_nb: NotebookNode) -> list[WrittenQuestion]:
         course = cell.metadata.get("course", {})
         asked = _ASKED_PROFILE.search(prompt)
         rubric = [(float(points), str(text)) for points, text in course.get("rubric", [])] or None
+        split = _RUBRIC.search(cell.source)
+        model, rubric_text = (cell.source[:split.start()].strip(), cell.source[split.end():].strip()) if split else (cell.source, "")
         questions.append(WrittenQuestion(str(meta.get("grade_id")), float(meta.get("points", 0) or 0), prompt,
-                                         [(str(c.get("id", "")), c.source) for c in chosen], cell.source, rubric,
-                                         course.get("profile") or (asked.group(1) or asked.group(2) if asked else None)))
+                                         [(str(c.get("id", "")), c.source) for c in chosen], model, rubric,
+                                         course.get("profile") or (asked.group(1) or asked.group(2) if asked else None),
+                                         rubric_text))
     return questions
 
 
@@ -198,8 +205,11 @@ def render_view(assignment: str, student: str, source_nb: NotebookNode, submissi
             body.append(f"<p class=warn>{html.escape(warning)}</p>")
         body.append(f"<h3>The answer</h3><div class=answer>{html.escape(answer) if answer is not None else '(no answer cell)'}</div>")
         body.append(f"<h3>The model answer</h3><div class=model>{html.escape(q.model_answer) or '(none in the source)'}</div>")
-        rows = "".join(f"<tr><td>{points:g}</td><td>{html.escape(text)}</td></tr>" for points, text in q.rubric_levels())
-        body.append(f"<h3>Rubric ({q.points:g} points)</h3><table class=rubric>{rows}</table>")
+        if q.rubric_text and not q.rubric:  # the model answer's own rubric, alone (two rubrics could disagree)
+            body.append(f"<h3>Rubric ({q.points:g} points)</h3><div class=model>{html.escape(q.rubric_text)}</div>")
+        else:
+            rows = "".join(f"<tr><td>{points:g}</td><td>{html.escape(text)}</td></tr>" for points, text in q.rubric_levels())
+            body.append(f"<h3>Rubric ({q.points:g} points)</h3><table class=rubric>{rows}</table>")
         for cell_id, source in q.run_cells:
             found = _find(submission, cell_id, source)
             first = source.strip().splitlines()[0] if source.strip() else ""
