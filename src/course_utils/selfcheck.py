@@ -126,9 +126,22 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
         nb, _ = execute_notebook(copy, profile=profile, timeout=limit, allow_errors=True, cwd=path.parent)
     results: list[ExerciseResult] = []
     unfinished: int | None = None   # the last cell outside the tests stopped by an unfinished exercise
+    defined_by: dict[str, str] = {}  # function or class name -> the answer cell (grade_id) that defines it
+    own = ""                         # the answer cell of the exercise the next test cell tests
     for index, cell in enumerate(nb.cells):
-        if nbgrader_meta(cell).get("grade"):
-            results.append(_cell_result(cell))
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
+            own = str(meta.get("grade_id", ""))
+            defined_by.update(dict.fromkeys(_DEFINED.findall(cell.source), own))
+        if meta.get("grade"):
+            result = _cell_result(cell)
+            raiser = _raised_in(cell) if result.status == "TODO" else None
+            if raiser in defined_by and defined_by[raiser] != own:  # attempted; an earlier exercise is not written
+                result = ExerciseResult(result.grade_id, result.points, "FAIL",
+                                        f"NotImplementedError from {raiser}, which exercise {defined_by[raiser]!r} "
+                                        "defines and is not written yet: finish that one first (this exercise's own "
+                                        "code may be right; its tests cannot run without it)")
+            results.append(result)
         elif cell.cell_type == "code":
             if _stopped_unfinished(cell):
                 unfinished = index + 1
@@ -140,6 +153,19 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
                               "and left this name undefined: finish that exercise first)")
                 results.append(ExerciseResult(f"cell {index + 1}", 0.0, "ERROR", f"{error}   [{first_line}]"))
     return results
+
+
+_DEFINED = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
+_FRAME = re.compile(r", in (\w+)\(")  # IPython's traceback: "Cell In[3], line 2, in causal_mask(T, device)"
+
+
+def _raised_in(cell) -> str | None:
+    """The function whose frame raised the test cell's error (the innermost of its traceback), if named."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error":
+            frames = _FRAME.findall(_ANSI.sub("", "\n".join(output.get("traceback", []))))
+            return frames[-1] if frames else None
+    return None
 
 
 def _stopped_unfinished(cell) -> bool:
