@@ -85,6 +85,9 @@ def format_rules(path: Path, exercises: list[ExerciseRules]) -> str:
         lines.append(f"  {exercise.grade_id:<{width}}  {', '.join(exercise.rules) or 'values only (no convention linked)'}")
     if not exercises:
         lines.append("  no autograded exercise")
+    else:  # the grader compares every argument of every call before and after, linked or not
+        lines.append("  and in every exercise, linked or not: the in-place rule (never change an argument), except where "
+                     "the exercise's function is meant to change what it is given (00_welcome, 'In-place rule')")
     return "\n".join(lines)
 
 
