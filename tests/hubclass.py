@@ -16,6 +16,7 @@ SimpleLocalProcessSpawner runs everyone as the current user, each in a home of t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -258,6 +259,11 @@ class Hub:
     def stop(self) -> None:
         """Stop the hub; it stops the users' servers and the formgrader (JupyterHub.cleanup_servers)."""
         if self.process.poll() is None:
+            # the hub stops its managed services (the formgrader, ngshare) with SIGINT, which they ignore here, and
+            # sent SIGTERM only after about 28 s (build/test-timings/hub-teardown.log, CI): SIGTERM them first
+            for pid in self._service_pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(60)
@@ -277,6 +283,22 @@ class Hub:
         except (OSError, ValueError):
             return None
         return pid if alive else None
+
+    def _service_pids(self) -> list[int]:
+        """This hub's managed services (and what they started): JUPYTERHUB_SERVICE_NAME and its API address in their
+        environment."""
+        marker = f"127.0.0.1:{self.hub_port}/hub/api".encode()
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                environ = (proc / "environ").read_bytes()
+            except OSError:
+                continue
+            if marker in environ and b"JUPYTERHUB_SERVICE_NAME=" in environ:
+                found.append(int(proc.name))
+        return found
 
     def leftovers(self) -> list[str]:
         """Processes that still carry this hub's API address in their environment (its servers,
