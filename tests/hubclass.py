@@ -31,6 +31,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 from tests.conftest import ROOT
 
@@ -284,36 +285,33 @@ class Hub:
             return None
         return pid if alive else None
 
-    def _service_pids(self) -> list[int]:
-        """This hub's managed services (and what they started): JUPYTERHUB_SERVICE_NAME and its API address in their
-        environment."""
+    def _processes(self) -> Iterator[tuple[Path, bytes]]:
+        """``(/proc/PID, its environment)`` of each process that carries this hub's API address in its
+        environment (its servers, the formgrader, their kernels); gone or unreadable ones are skipped."""
         marker = f"127.0.0.1:{self.hub_port}/hub/api".encode()
-        found = []
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit() or int(proc.name) == os.getpid():
                 continue
             try:
                 environ = (proc / "environ").read_bytes()
-            except OSError:
-                continue
-            if marker in environ and b"JUPYTERHUB_SERVICE_NAME=" in environ:
-                found.append(int(proc.name))
-        return found
-
-    def leftovers(self) -> list[str]:
-        """Processes that still carry this hub's API address in their environment (its servers,
-        the formgrader, their kernels): none once it has stopped."""
-        marker = f"127.0.0.1:{self.hub_port}/hub/api".encode()
-        found = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                if marker in (proc / "environ").read_bytes():
-                    command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                    found.append(f"{proc.name} {command[:200]}")
             except OSError:  # gone, or not ours to read
                 continue
+            if marker in environ:
+                yield proc, environ
+
+    def _service_pids(self) -> list[int]:
+        """This hub's managed services (and what they started): JUPYTERHUB_SERVICE_NAME in their environment."""
+        return [int(proc.name) for proc, environ in self._processes() if b"JUPYTERHUB_SERVICE_NAME=" in environ]
+
+    def leftovers(self) -> list[str]:
+        """Processes that still carry this hub's API address in their environment: none once it has stopped."""
+        found = []
+        for proc, _ in self._processes():
+            try:
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:  # gone meanwhile
+                continue
+            found.append(f"{proc.name} {command[:200]}")
         proxy = self._proxy_pid()
         return found + ([f"{proxy} configurable-http-proxy"] if proxy is not None else [])
 

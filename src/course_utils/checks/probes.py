@@ -238,7 +238,7 @@ def _tracked_run(fn: Callable[..., Any], args: Any, kwargs: Any, name: str, hint
         _fail(f"{name} {_NOT_FOLLOWING}", hint)
 
 
-def _import_dynamo_unwatched() -> None:
+def import_dynamo_unwatched() -> None:
     """Import ``torch._dynamo`` now, with any profile hook set aside. torch's Python decompositions
     of meta operations import it on their first call (about 2 s); inside ``own_work`` or
     ``banned_calls``, whose profile hook sees every call of that import, it took 7 s (11's RMSNorm,
@@ -276,7 +276,7 @@ def check_device_dtype(
     (a tensor made without ``dtype=`` would change it, as it would for half precision).
     """
     __tracebackhide__ = True
-    _import_dynamo_unwatched()
+    import_dynamo_unwatched()
     device_hint = hint or (
         "create every new tensor on the input's device (device=x.device, or the *_like "
         "functions), and move masks and index tensors there too."

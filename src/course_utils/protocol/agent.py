@@ -300,7 +300,7 @@ class _Session:
     def op_call(self, request: dict) -> dict:
         from course_utils.checks import integrity
         from course_utils.checks.allocations import AllocationLog
-        from course_utils.checks.probes import DeviceMixing, NewTensorsOnMeta, NewTensorsTracked
+        from course_utils.checks.probes import DeviceMixing, NewTensorsOnMeta, NewTensorsTracked, import_dynamo_unwatched
 
         target = self.dec(request["target"])
         args = self.dec(request["args"])
@@ -333,7 +333,7 @@ class _Session:
         if watching and "torch._dynamo" not in sys.modules and _on_meta(args, kwargs, modes):
             # an operation on meta tensors runs torch's Python decompositions, whose first call imports
             # torch._dynamo (2 s); under the profiler that watches for references it took 7 s (11's RMSNorm)
-            importlib.import_module("torch._dynamo")  # (not `import torch._dynamo`: that would bind `torch` here)
+            import_dynamo_unwatched()
         _AUDIT.clear()
         profile = _enter(contexts)
         try:
