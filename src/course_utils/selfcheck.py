@@ -1,7 +1,10 @@
 """``course check``: a student runs their own notebook and sees which exercises pass.
 
 The notebook runs top to bottom in a fresh kernel (``ci`` profile), exactly as the
-autograder will run it, but on the student's copy: only the visible tests are there.
+autograder will run it, but on the student's copy: only the visible tests are there. They probe each
+exercise's conventions on their own inputs (``tests/course/test_rules_visible.py``), and every call they
+make of an answer's function is held to the In-place rule as the grader holds it
+(:mod:`course_utils.checks.in_place`).
 ``course check --rules`` runs nothing: it lists, for each exercise, the rules of 00's
 "Conventions the tests check" its text links, which its tests (hidden ones included) enforce
 (``tests/course/test_rules_stated.py`` proves that every rule a test checks is stated there).
@@ -10,7 +13,6 @@ autograder will run it, but on the student's copy: only the visible tests are th
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,10 +125,11 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
         raise FileNotFoundError(f"no notebook at {path}")
     with tempfile.TemporaryDirectory(prefix="course-check-") as scratch:
         copy = Path(scratch) / path.name
-        shutil.copy(path, copy)
+        _write_watched_copy(path, copy)
         # run in the notebook's own folder so relative paths behave as in JupyterLab
         limit = grading_cell_timeout(profile) if timeout is None else timeout
         nb, _ = execute_notebook(copy, profile=profile, timeout=limit, allow_errors=True, cwd=path.parent)
+    nb.cells = nb.cells[1:]  # the watch's own first cell
     results: list[ExerciseResult] = []
     unfinished: int | None = None   # the last cell outside the tests stopped by an unfinished exercise
     defined_by: dict[str, str] = {}  # function or class name -> the answer cell (grade_id) that defines it
@@ -159,6 +162,28 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
 
 
 _DEFINED = re.compile(r"^(?:def|class)\s+(\w+)", re.M)
+_FUNCTION = re.compile(r"^def\s+(\w+)", re.M)
+
+
+def _write_watched_copy(path: Path, copy: Path) -> None:
+    """``path`` copied to ``copy`` with one cell in front that holds, as the grader does, every call the test
+    cells make of a function the answer cells define to the In-place rule
+    (:func:`course_utils.checks.in_place.watch_calls`)."""
+    import nbformat
+
+    from course_utils.checks.in_place import cell_digest
+
+    nb = nbformat.read(str(path), as_version=4)
+    functions = sorted({name for cell in nb.cells if cell.cell_type == "code"
+                        and nbgrader_meta(cell).get("solution") and not nbgrader_meta(cell).get("grade")
+                        for name in _FUNCTION.findall(cell.source)})
+    tests = sorted(cell_digest(cell.source) for cell in nb.cells
+                   if cell.cell_type == "code" and nbgrader_meta(cell).get("grade"))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(
+        "from course_utils.checks.in_place import watch_calls as _course_watch_calls\n"
+        f"_course_watch_calls(get_ipython(), {functions!r}, {tests!r})\n"
+        "del _course_watch_calls"))
+    nbformat.write(nb, str(copy))
 _FRAME = re.compile(r", in (\w+)\(")  # IPython's traceback: "Cell In[3], line 2, in causal_mask(T, device)"
 
 
@@ -200,6 +225,8 @@ def format_report(path: Path, results: list[ExerciseResult]) -> str:
     passed = sum(r.points for r in auto if r.status == "PASS")
     total = sum(r.points for r in auto)
     lines.append(
-        f"  visible tests: {passed:g} / {total:g} points. Hidden tests run at grading and may still find mistakes."
+        f"  visible tests: {passed:g} / {total:g} points. They check each exercise's conventions (device, dtype, "
+        "gradients, generator, mode; `course check --rules` lists them) on their own inputs, and every call they "
+        "make for the In-place rule, as the grader does; the hidden tests check values on inputs you do not see."
     )
     return "\n".join(lines)

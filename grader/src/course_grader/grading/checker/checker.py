@@ -43,6 +43,7 @@ import torch
 from course_grader.grading.checker.link import CheckerError, CheckerTimeout, KernelLink
 from course_grader.grading.checker.remote import _LIBRARIES, RemoteError, RemoteObject, _mirror
 from course_utils import checks
+from course_utils.checks.in_place import in_place_message, model_changed_message
 from course_utils.protocol import wire
 from course_utils.protocol.messages import REMOTE_MODES, WRITABLE, Callback, Mode, Op, bridged, set_default_device, tensors_in
 
@@ -336,7 +337,7 @@ class Checker:
         if outermost:  # a lent model runs here: whatever question the kernel answered, it must be as it was
             for obj, before in list(self.lent_state.values()):
                 if _lent_fingerprint(obj) != before and WRITABLE.allows(obj) != "anything":
-                    raise checks.CheckFailed(_model_changed_message("a model the tests lent it"))
+                    raise checks.CheckFailed(model_changed_message("a model the tests lent it"))
         self._note_kernel_rng(reply, sent)
         for item in (reply.get("evidence") or [])[:MAX_EVIDENCE] if isinstance(reply.get("evidence"), list) else []:
             text = str(item)[:300]
@@ -448,7 +449,7 @@ class Checker:
             new = self.dec(data)
             if not (isinstance(local, torch.Generator) or declared == "anything" or (
                     declared == "requires_grad" and _only_flags_changed(local, new))):
-                raise checks.CheckFailed(_in_place_message(position, len(args), local))
+                raise checks.CheckFailed(in_place_message(position, len(args), local))
             _write_back(local, new)
         for key, kind in (("mixing", Mode.DEVICE_MIXING), ("tracked", Mode.NEW_TRACKED)):
             found = reply.get(key)
@@ -543,24 +544,6 @@ def _only_flags_changed(local: Any, new: Any) -> bool:
     return all(isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape and (
         "meta" in (a.device.type, b.device.type) or torch.equal(a, b.to(a.device)))  # a meta tensor has no values
         for a, b in zip(ours.values(), theirs.values()))
-
-
-def _model_changed_message(which: str) -> str:
-    """What the In-place and Mode rules say of a model the student's code was given and changed."""
-    return (f"Your code changed {which} (its weights, buffers, train/eval mode, requires_grad, dtype or hooks). "
-            "A model you are given is for reading: compute with it, and put back any mode you switch "
-            "(00_welcome, In-place and Mode rules).")
-
-
-def _in_place_message(position: int, n_positional: int, local: Any) -> str:
-    """What a call broke when it changed an argument it was given (the In-place and Mode rules)."""
-    which = f"argument {position + 1}" if position < n_positional else "a keyword argument"
-    if isinstance(local, torch.nn.Module):
-        return _model_changed_message(f"the model passed as {which}")
-    kind = "tensor" if isinstance(local, torch.Tensor) else type(local).__name__
-    return (f"Your code changed {which} (a {kind}) in place. Arguments are for reading: build a new "
-            f"{kind} instead (x = x + y, not x += y; no x[...] =, x.masked_fill_, x.copy_, x.data, "
-            "x.requires_grad_(), .append or .pop on a list you were given) (00_welcome, In-place rule).")
 
 
 def _write_back(local: Any, new: Any) -> None:
