@@ -1,4 +1,4 @@
-"""Notebooks 01, 02, 03, 04, 06, 07, 08, 10 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
+"""Notebooks 01, 02, 03, 04, 06, 07 (ladder and warm-up), 08, 10 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
 
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all nine, seeds 0-4, 1 thread
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 08 --seeds 0 1 2 --threads 2
@@ -22,6 +22,8 @@ held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come fr
 * 06: the negation task (section 6): train and test accuracy of the four models (no positions,
   sinusoidal, learned, RoPE), from the notebook's own code cells, and the first step at 90 % test accuracy.
 * 07: section 7, the AMAL lab's ladder (Q1-Q4, the notebook's cell and data set): train, test and contrast accuracy.
+* 07w: section 6, six blocks at lr 3e-3: post-LN with and without warm-up, and pre-LN (the notebook's cell):
+  final training loss and test accuracy.
 * 08: section 7.2 (16,000 training strings per model), 7.3 (17-24 letters, never seen in training) and
   section 10 (English -> Portuguese, 12,800 sentences per model: exact match and BLEU).
 * 10: the whole notebook's experiments from its own cells (the exercises replaced by the course's functions): section
@@ -613,6 +615,59 @@ def run_07(seeds: list[int], small: bool = False) -> str:
     return "\n".join(lines + claims_table(claims, n))
 
 
+def run_07w(seeds: list[int], small: bool = False) -> str:
+    """Notebook 07, section 6: six blocks trained with Adam at lr 3e-3, post-LN with and without warm-up and
+    pre-LN, from the notebook's own cell (its data set; the seed draws the weights and the batch order)."""
+    from course_utils.profiles import choose
+    from course_utils.sentiment_data import WordVocab, make_sentiment
+    from course_utils.sentiment_models import AttentionClassifier, train_sentiment_classifier
+
+    pick = (lambda **k: k["ci"]) if small else choose
+    data_line = next(line for line in _cell(NB07, "data = make_sentiment(").splitlines() if line.startswith("data = make_sentiment("))
+    ns: dict = {"make_sentiment": make_sentiment, "choose": pick}
+    exec(compile(data_line, str(NB07), "exec"), ns)
+    data = ns["data"]
+    vocab = WordVocab.from_texts(data["train"]["text"])
+    cell = _cell(NB07, "warm_epochs, warmup_steps = choose(")
+    cell = cell[: cell.index("live.close()")]
+    live_line = next(line for line in cell.splitlines() if line.startswith("live = LiveCurve("))
+    cell = _swap(cell, live_line, "live = None")                           # no live figure
+    cell = _swap(cell, "live=live, live_name=name", "live_name=name")
+    loss: dict[str, list[float]] = {}
+    test: dict[str, list[float]] = {}
+    t0 = time.perf_counter()
+    for seed in seeds:
+        source = _swap(_swap(cell, "torch.manual_seed(0)", f"torch.manual_seed({seed})"), "device=device,",
+                       f"device=device, seed={seed},")
+        ns = {"torch": torch, "choose": pick, "AttentionClassifier": AttentionClassifier, "vocab": vocab, "data": data,
+              "train_sentiment_classifier": train_sentiment_classifier, "device": torch.device("cpu"),
+              "LiveCurve": None}
+        exec(compile(source, str(NB07), "exec"), ns)
+        for name, r in ns["warmup_runs"].items():
+            loss.setdefault(name, []).append(sum(r.losses[-10:]) / 10)
+            test.setdefault(name, []).append(100 * r.accuracy["test"])
+        print(f"seed {seed}: " + "; ".join(f"{name} loss {loss[name][-1]:.3f} test {test[name][-1]:.1f}%" for name in loss),
+              flush=True)
+    n, names = len(seeds), list(loss)
+    post, warm, pre = names   # the notebook's order: post-LN, post-LN with warm-up, pre-LN
+    lines = [f"Notebook 07, section 6 (warm-up), `cpu` profile settings ({ns['warm_epochs']} epochs, warm-up "
+             f"{ns['warmup_steps']} steps, 6 blocks, Adam lr 3e-3, the notebook's data set), model seeds {seeds} (initial "
+             f"weights and batch order; seed 0 is the notebook's run), {torch.get_num_threads()} torch thread(s), "
+             f"{time.perf_counter() - t0:.0f} s in all. Final training loss (mean of the last 10 batches; chance is "
+             "ln 2 = 0.693) and test accuracy (%), mean ± sd [lowest-highest] over the seeds.", "",
+             "| model | final loss | test accuracy |", "|---|---|---|"]
+    lines += [f"| {name} | {spread3(loss[name])} | {spread(test[name])} |" for name in names]
+    lines += ["", "| model | " + " | ".join(f"seed {s}: loss / test" for s in seeds) + " |", "|---|" + "---|" * n]
+    lines += [f"| {name} | " + " | ".join(f"{loss[name][i]:.3f} / {test[name][i]:.1f}" for i in range(n)) + " |"
+              for name in names]
+    claims = {"post-LN without warm-up stays at or near chance (test below 60 %)": sum(test[post][i] < 60 for i in range(n)),
+              "pre-LN learns (test above 80 %)": sum(test[pre][i] > 80 for i in range(n)),
+              "post-LN with warm-up ends above post-LN without it (test)": sum(test[warm][i] > test[post][i] for i in range(n)),
+              "post-LN with warm-up reaches pre-LN (test within 2 points)": sum(test[warm][i] >= test[pre][i] - 2
+                                                                                 for i in range(n))}
+    return "\n".join(lines + claims_table(claims, n))
+
+
 NB10 = ROOT / "solutions" / "10_gpt" / "10_gpt.ipynb"
 
 
@@ -742,8 +797,8 @@ def run_10(seeds: list[int], small: bool = False) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "07", "08", "10", "12"], nargs="+",
-                        default=["01", "02", "03", "04", "06", "07", "08", "10", "12"])
+    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "07", "07w", "08", "10", "12"], nargs="+",
+                        default=["01", "02", "03", "04", "06", "07", "07w", "08", "10", "12"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (both notebooks set one)")
     parser.add_argument("--small", action="store_true", help="tiny data and a few steps: checks that it runs (tests)")
     args = parser.parse_args()
@@ -757,6 +812,7 @@ def main() -> int:
                            ("04", run_04, "Notebook 04: one head against two over seeds"),
                            ("06", run_06, "Notebook 06: the negation task with and without positions over seeds"),
                            ("07", run_07, "Notebook 07: the AMAL lab's ladder over seeds"),
+                           ("07w", run_07w, "Notebook 07: post-LN, warm-up and pre-LN over seeds"),
                            ("08", run_08, "Notebook 08: equal budgets, longer strings and translation over seeds"),
                            ("10", run_10, "Notebook 10: pretraining, fine-tuning against a control and prompting over seeds"),
                            ("12", run_12, "Notebook 12: the ViT and the mixture of experts over seeds")):
