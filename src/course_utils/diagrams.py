@@ -155,7 +155,7 @@ def rnn_encoder_decoder(attention: bool = True) -> Figure:
     box(ax, 6.0, y_enc, 0.95, 0.75, "$c$", "alert", fontsize=13, lw=2.2, bold=True)
     # c = [forward state after the last input; backward state after the first]: one arrow from each end
     arrow(ax, (enc_x[-1] + 0.48, y_enc + 0.12), (6.0 - 0.5, y_enc + 0.12), color=BAD, lw=2)
-    _note(ax, 5.12, y_enc - 0.28, "$\\overrightarrow{h}_4$", color=BAD, size=10, style="normal")
+    _note(ax, 5.33, y_enc + 0.43, "$\\overrightarrow{h}_4$", color=BAD, size=10, style="normal")   # above its arrow
     _polyline(ax, [(enc_x[0], y_enc + 0.36), (enc_x[0], y_enc + 0.8), (5.72, y_enc + 0.8), (5.72, y_enc + 0.39)],
               color=BAD, lw=2)
     _note(ax, (enc_x[0] + enc_x[-1]) / 2, y_enc + 1.05, "$\\overleftarrow{h}_1$ (the backward GRU ends at $x_1$)",
@@ -432,8 +432,8 @@ def kv_cache(tokens: Sequence[str] = ("To", " be", ",", " or", " not", " to")) -
         ax2.text(x0 + j * cell + 0.5, y0 + 0.75, f"$k_{j}$", ha="center", va="center", fontsize=11)
     _note(ax2, x0 + t_past * cell / 2, y0 + 1.35, "cached", color=ROLES["cache"][1], size=9)
     _note(ax2, x0 + t_past * cell + t_new * cell / 2, y0 + 1.35, "new", color=ROLES["decoder"][1], size=9)
-    _note(ax2, 2.5, 0.9, "query $i$ reads key $j$ when $j \\leq i + T_{past}$;\na top-left tril would hide cached keys",
-          size=9)
+    _note(ax2, 2.5, 0.9, "the query at position $t$ reads key $j$ when $j \\leq t$\n(new query $i = 0, 1, \\ldots$ sits at "
+          "$t = T_{past} + i$);\na top-left tril would hide cached keys", size=9)
     fig.tight_layout()
     return fig
 
