@@ -110,6 +110,28 @@ def test_check_names_the_unfinished_exercise_an_attempted_one_calls(tmp_path):
     assert any(row.lstrip().startswith("TODO") and "test_causal_mask" in row for row in result.stdout.splitlines()), result.stdout
 
 
+def test_check_holds_the_tests_calls_to_the_in_place_rule(tmp_path):
+    """05's combined_mask with lengths.unsqueeze_(1) on the caller's tensor: right values, and the grader
+    fails it for the In-place rule; course check now fails it too, with the grader's message (third blind
+    review, W4: full visible marks before)."""
+    name = "05_masking"
+    release = read(ROOT / "notebooks" / name / f"{name}.ipynb")
+    answers = solution_code(read(ROOT / "solutions" / name / f"{name}.ipynb"))
+    answers["combined_mask"] = (
+        "def combined_mask(lengths, T):\n"
+        "    lengths = torch.as_tensor(lengths)\n"
+        "    keys = torch.arange(T, device=lengths.device)[None, :] < lengths.unsqueeze_(1)\n"
+        "    return causal_mask(T, device=lengths.device)[None, :, :] & keys[:, None, :]\n")
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(fill_answers(release, answers), str(path))
+    result = course("check", str(path))
+    assert result.returncode == 1, result.stdout
+    line = next(line for line in result.stdout.splitlines() if "test_combined_mask" in line)
+    assert line.lstrip().startswith("FAIL") and "in place" in line, line
+    others = [row for row in result.stdout.splitlines() if row.lstrip().startswith(("FAIL", "ERROR"))]
+    assert len(others) == 1, result.stdout   # every right answer still passes under the watch
+
+
 def test_check_on_a_missing_notebook_says_so():
     result = course("check", "no/such/notebook.ipynb")
     assert result.returncode == 1 and "no notebook at" in result.stdout
