@@ -1,4 +1,4 @@
-"""Notebooks 01, 02, 03, 04, 06, 07 (ladder and warm-up), 08, 10 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
+"""Notebooks 01, 02, 03, 04, 06, 07 (ladder and warm-up), 08, 09, 10 and 12 over several seeds: the ranges their prose states, instead of one run's digits.
 
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py                  # all nine, seeds 0-4, 1 thread
     COURSE_PROFILE=cpu python benchmarks/bench_seed_spread.py --only 08 --seeds 0 1 2 --threads 2
@@ -26,6 +26,9 @@ held. Seed 0 is the notebook's own run. Notebook 08's models and recipes come fr
   final training loss and test accuracy.
 * 08: section 7.2 (16,000 training strings per model), 7.3 (17-24 letters, never seen in training) and
   section 10 (English -> Portuguese, 12,800 sentences per model: exact match and BLEU).
+* 09: the whole of sections 5 and 6 from the notebook's own cells (the exercises replaced by the course's functions),
+  per pretraining seed: the MLM's validation loss and polarity probe, and the fine-tuning learning curve (pretrained
+  against from scratch, with the notebook's three fine-tuning seeds per point) on every evaluation split.
 * 10: the whole notebook's experiments from its own cells (the exercises replaced by the course's functions): section
   4's pretraining (validation loss in bits per character, where the curve leaves the bigram's plateau), section 7's
   fine-tuning against a random-initialisation control with the notebook's three fine-tuning seeds per pretraining
@@ -668,6 +671,125 @@ def run_07w(seeds: list[int], small: bool = False) -> str:
     return "\n".join(lines + claims_table(claims, n))
 
 
+NB09 = ROOT / "solutions" / "09_bert" / "09_bert.ipynb"
+
+
+class _NoCurve:
+    """A stand-in for LiveCurve: the benchmark draws nothing."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def add(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def run_09(seeds: list[int], small: bool = False) -> str:
+    """Notebook 09 from its own cells (the exercises replaced by the course's functions): the MLM's polarity probe
+    (section 5) and the fine-tuning learning curve (section 6) for each pretraining seed, with the notebook's
+    own fine-tuning seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_utils.profiles import choose
+
+    pick = (lambda **k: k["ci"]) if small else choose
+    not_done = "def {0}(*args, **kwargs):\n    raise NotImplementedError\n"
+    prelude = "".join(not_done.format(f) for f in ("mask_tokens", "bert_embeddings", "token_classification_loss",
+                                                   "mean_pool", "convert_hf_names"))
+    setup = _swap(_cell(NB09, "device = start(seed=0)"), "device = start(seed=0)", "device = torch.device('cpu')")
+    data_cells = [_cell(NB09, "splits = corpus_splits()"), _cell(NB09, "TAGS = [\"O\""), _cell(NB09, "tokenizer = WordPieceTokenizer("),
+                  _cell(NB09, "mask_tokens_ = yours_or_course("), _cell(NB09, "def pretraining_examples(")]
+    pretrain = _swap(_cell(NB09, "def mlm_batch("), "from course_utils.progress import LiveCurve, progress", "")
+    probe, fine = _cell(NB09, "def adjective_mass("), _cell(NB09, "def fine_tune(")
+    quiet = {"print": lambda *a, **k: None, "LiveCurve": _NoCurve, "progress": lambda iterable, **kwargs: iterable}
+    os.environ["NBGRADER_EXECUTION"] = "1"
+    per: list[dict] = []
+    t0 = time.perf_counter()
+    for seed in seeds:
+        ns: dict = {}
+        exec(compile(setup + "\n" + prelude, str(NB09), "exec"), ns)
+        ns.update(choose=pick, **quiet)
+        for source in data_cells:
+            exec(compile(source, str(NB09), "exec"), ns)
+        # the pretraining seed draws the MLM's weights, its masking and the order of its batches; data and vocabulary are fixed
+        source = _swap(pretrain, "torch.manual_seed(0)\nmlm =", f"torch.manual_seed({seed})\nmlm =")
+        source = _swap(source, "g = torch.Generator().manual_seed(0)\norder_rng = random.Random(0)",
+                       f"g = torch.Generator().manual_seed({seed})\norder_rng = random.Random({seed})")
+        exec(compile(source, str(NB09), "exec"), ns)
+        exec(compile(probe, str(NB09), "exec"), ns)
+        exec(compile(fine, str(NB09), "exec"), ns)
+        runs, counts = ns["runs"], ns["label_counts"]
+        per.append({"seed": seed, "mlm": ns["mlm_val_loss"], "masses": ns["masses"], "same": ns["same"],
+                    "opposite": ns["opposite"], "runs": runs, "counts": counts, "ft_seeds": list(ns["ft_seeds"]),
+                    "splits": list(ns["eval_sets"]), "steps": ns["steps"], "ft_steps": ns["ft_steps"]})
+        print(f"pretraining seed {seed}: MLM validation loss {ns['mlm_val_loss']:.2f}; " + "; ".join(
+            f"{n} labels test {100 * statistics.mean(r['test'] for r in runs['our MLM-pretrained'][n]):.1f} vs "
+            f"{100 * statistics.mean(r['test'] for r in runs['from scratch'][n]):.1f}" for n in counts), flush=True)
+    n_seeds, counts, splits = len(seeds), per[0]["counts"], per[0]["splits"]
+    pre, scratch = "our MLM-pretrained", "from scratch"
+
+    def values(name: str, n: int, split: str) -> list[float]:   # every (pretraining seed, fine-tuning seed) pair
+        return [100 * r[split] for run in per for r in run["runs"][name][n]]
+
+    def gaps(n: int, split: str) -> list[float]:
+        return [100 * (p[split] - q[split]) for run in per for p, q in zip(run["runs"][pre][n], run["runs"][scratch][n])]
+
+    lines = [f"Notebook 09, sections 5 and 6, `cpu` profile settings (MLM pretraining {per[0]['steps']} steps; fine-tuning "
+             f"{per[0]['ft_steps']} updates per point with the notebook's fine-tuning seeds {per[0]['ft_seeds']}), pretraining "
+             f"seeds {seeds} (the MLM's weights, masking and batch order; seed 0 is the notebook's run; the data and the "
+             f"vocabulary are the notebook's), {torch.get_num_threads()} torch thread(s), {time.perf_counter() - t0:.0f} s in all.",
+             "", "Section 5, the MLM's polarity probe, one row per pretraining seed: validation MLM loss, the probability of the "
+             "unseen positive / negative adjectives after each context, and the mean cosine of an unseen adjective with the "
+             "labelled adjectives of the same and of the opposite polarity.", "",
+             "| seed | MLM loss | loved it | hated it | great, brilliant and | awful, dull and | same / opposite cosine |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {run['seed']} | {run['mlm']:.2f} | " + " | ".join(f"{p:.3f} / {q:.3f}" for p, q in run["masses"])
+              + f" | {run['same']:.2f} / {run['opposite']:.2f} |" for run in per]
+    lines += ["", f"Section 6, accuracy (%) over every pair of pretraining seed and fine-tuning seed ({len(gaps(counts[0], 'test'))} "
+              "runs per point; the from-scratch encoder does not depend on the pretraining seed, so its nine are its three "
+              "fine-tuning seeds three times), mean ± sd [lowest-highest]; the gain is pretrained minus from scratch with the "
+              "same seeds.", "",
+              "| labels | split | from scratch | pretrained | gain (points) |", "|---|---|---|---|---|"]
+    for n in counts:
+        for split in splits:
+            lines.append(f"| {n} | {split} | {spread(values(scratch, n, split))} | {spread(values(pre, n, split))} | "
+                         f"{spread(gaps(n, split))} |")
+    lines += ["", "Mean gain on test (points) per pretraining seed, over its fine-tuning seeds:", "",
+              "| labels | " + " | ".join(f"seed {run['seed']}" for run in per) + " |", "|---|" + "---|" * n_seeds]
+    for n in counts:
+        lines.append(f"| {n} | " + " | ".join(
+            f"{statistics.mean(100 * (p['test'] - q['test']) for p, q in zip(run['runs'][pre][n], run['runs'][scratch][n])):+.1f}"
+            for run in per) + " |")
+
+    def seed_mean(run: dict, name: str, n: int, split: str) -> float:
+        return statistics.mean(100 * r[split] for r in run["runs"][name][n])
+
+    few, most = counts[0], counts[-1]
+    claims = {
+        "the MLM's probe shows no polarity: same- and opposite-polarity cosines within 0.05": sum(
+            abs(run["same"] - run["opposite"]) < 0.05 for run in per),
+        f"{few} labels: the pretrained encoder is not ahead on test (mean over fine-tuning seeds)": sum(
+            seed_mean(run, pre, few, "test") <= seed_mean(run, scratch, few, "test") for run in per),
+        f"{most} labels: both encoders at 95 % or more on test": sum(
+            seed_mean(run, pre, most, "test") >= 95 and seed_mean(run, scratch, most, "test") >= 95 for run in per),
+        f"{most} labels: the gap on test is under 2 points": sum(
+            abs(seed_mean(run, pre, most, "test") - seed_mean(run, scratch, most, "test")) < 2 for run in per)}
+    for n in counts[1:-1]:
+        claims[f"{n} labels: the pretrained encoder is ahead on test (mean over fine-tuning seeds)"] = sum(
+            seed_mean(run, pre, n, "test") > seed_mean(run, scratch, n, "test") for run in per)
+        claims[f"{n} labels: ahead or level (within 1 point) in every fine-tuning seed"] = sum(
+            all(100 * (p["test"] - q["test"]) >= -1 for p, q in zip(run["runs"][pre][n], run["runs"][scratch][n]))
+            for run in per)
+    for split in splits[2:]:
+        claims[f"{split}: both encoders within 10 points of chance at every size"] = sum(
+            all(abs(seed_mean(run, name, n, split) - 50) <= 10 for name in (pre, scratch) for n in counts) for run in per)
+    return "\n".join(lines + claims_table(claims, n_seeds))
+
+
 NB10 = ROOT / "solutions" / "10_gpt" / "10_gpt.ipynb"
 
 
@@ -797,8 +919,8 @@ def run_10(seeds: list[int], small: bool = False) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "07", "07w", "08", "10", "12"], nargs="+",
-                        default=["01", "02", "03", "04", "06", "07", "07w", "08", "10", "12"])
+    parser.add_argument("--only", choices=["01", "02", "03", "04", "06", "07", "07w", "08", "09", "10", "12"],
+                        nargs="+", default=["01", "02", "03", "04", "06", "07", "07w", "08", "09", "10", "12"])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (both notebooks set one)")
     parser.add_argument("--small", action="store_true", help="tiny data and a few steps: checks that it runs (tests)")
     args = parser.parse_args()
@@ -814,6 +936,7 @@ def main() -> int:
                            ("07", run_07, "Notebook 07: the AMAL lab's ladder over seeds"),
                            ("07w", run_07w, "Notebook 07: post-LN, warm-up and pre-LN over seeds"),
                            ("08", run_08, "Notebook 08: equal budgets, longer strings and translation over seeds"),
+                           ("09", run_09, "Notebook 09: the MLM's probe and the fine-tuning learning curve over seeds"),
                            ("10", run_10, "Notebook 10: pretraining, fine-tuning against a control and prompting over seeds"),
                            ("12", run_12, "Notebook 12: the ViT and the mixture of experts over seeds")):
         if nb in args.only:

@@ -53,7 +53,7 @@ def test_depth_sweep_benchmark_runs_the_notebooks_sweep_over_seeds(tmp_path):
 
 
 def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
-    """Notebooks 01, 02, 03, 04, 06, 07 (ladder and warm-up), 08, 10 and 12 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
+    """Notebooks 01, 02, 03, 04, 06, 07 (ladder and warm-up), 08, 09, 10 and 12 over seeds: the ranges their prose states and, per conclusion, the seeds where it held."""
     _run(tmp_path, "bench_seed_spread.py", "--seeds", "0", "1", "--small")
     text02 = (tmp_path / "seed-spread-02-cpu.md").read_text()
     assert "| attention |" in text02 and "model seeds [0, 1]" in text02 and " of 2 |" in text02
@@ -71,6 +71,8 @@ def test_seed_spread_benchmark_writes_notebooks_02_and_08_over_seeds(tmp_path):
     assert "| Q3 + positions |" in text07 and "| Q1 and Q2 are at exactly 50 % on contrast | 2 of 2 |" in text07
     text07w = (tmp_path / "seed-spread-07w-cpu.md").read_text()
     assert "| post-LN, warm-up |" in text07w and "| pre-LN learns (test above 80 %) | " in text07w
+    text09 = (tmp_path / "seed-spread-09-cpu.md").read_text()
+    assert "| seed | MLM loss |" in text09 and "| 32 | test |" in text09 and " labels: the gap on test is under 2 points | " in text09
     text10 = (tmp_path / "seed-spread-10-cpu.md").read_text()
     assert "| GPT validation loss (bits per character) |" in text10 and "| GPT with the prompt picks the true continuation |" in text10
     assert "| the pretrained model is ahead of its control on test in every fine-tuning seed | " in text10 and " of 2 |" in text10
