@@ -139,6 +139,6 @@ class LiveCurve:
         for name, (xs, ys) in self.series.items():
             axes.plot(xs, ys, "o-" if len(xs) <= 20 else "-", label=name)
         axes.set(**self._labels)
-        axes.legend(loc="upper right")
+        axes.legend(loc="best")   # clear of the curves as they grow (a fixed corner covered their ends)
         handle.update(figure)
         self._drawn_at = time.perf_counter()
