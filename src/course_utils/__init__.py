@@ -6,12 +6,13 @@ Notebook-facing modules, one concern each:
 - :mod:`course_utils.device`    -- pick CUDA, then Apple MPS, then CPU, and say which.
 - :mod:`course_utils.seeding`   -- seed Python, NumPy and torch in one call.
 - :mod:`course_utils.profiles`  -- the ``COURSE_PROFILE`` switch (``ci``, ``cpu``, ``gpu``).
-- :mod:`course_utils.checks`    -- what exercise tests import, in three modules:
+- :mod:`course_utils.checks`    -- what exercise tests import, in these modules:
   :mod:`course_utils.checks.assertions` (readable assertions), :mod:`course_utils.checks.probes`
   (devices, dtypes, gradients, generators), :mod:`course_utils.checks.allocations` (the tensors a
   call allocates), :mod:`course_utils.checks.integrity` (own work),
-  and :mod:`course_utils.checks.functions` (functions the tests hand to an answer that may
-  transform them, as modules the kernel holds).
+  :mod:`course_utils.checks.functions` (functions the tests hand to an answer that may
+  transform them, as modules the kernel holds), and :mod:`course_utils.checks.in_place` (the
+  In-place rule's messages, and ``course check``'s watch of every call the test cells make).
 - :mod:`course_utils.plotting`  -- attention heatmaps and training curves.
 - :mod:`course_utils.progress`  -- progress bars and live curves in the ``cpu``/``gpu`` profiles
   (silent in ``ci`` and while graded).

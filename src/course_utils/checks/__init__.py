@@ -1,4 +1,4 @@
-"""What exercise tests use, in three parts (each a module of its own):
+"""What exercise tests use, in parts (each a module of its own):
 
 - :mod:`course_utils.checks.assertions` -- ``check``, ``check_close`` and the other assertions
   whose messages students read (``CheckFailed``, ``leaves_unchanged``, ``substitute``).
@@ -8,6 +8,8 @@
   largest, the live peak) and the widths of its reductions.
 - :mod:`course_utils.checks.integrity` -- the answer is the student's own work (``own_work``,
   ``check_defined_here``, ``banned_calls``), and the hooks the grader's checker uses.
+- :mod:`course_utils.checks.in_place` -- the In-place rule's messages (the grader's checker uses
+  them), and the watch ``course check`` puts on every call a test cell makes of an answer's function.
 
 Test cells import every name from here (``from course_utils.checks import check_close``), and
 only what test cells use is exported. The grader's checker talks to the kernel through
