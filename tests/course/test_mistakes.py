@@ -22,6 +22,9 @@ from tests.conftest import ROOT, assignment_names, take_nbval_kernel
 
 pytestmark = pytest.mark.slow
 
+# kinds of curated mistake that the visible tests must catch (they break a convention section 6 of 00 states)
+VISIBLE_KINDS = {"device"}
+
 
 @pytest.mark.parametrize("assignment", assignment_names())
 def test_every_curated_mistake_is_rejected_and_every_right_answer_accepted(assignment):
@@ -37,6 +40,11 @@ def test_every_curated_mistake_is_rejected_and_every_right_answer_accepted(assig
     problems = [r.describe() for r in results if not r.ok]
     assert not problems, "\n".join(problems)
     assert len(results) == 1 + len(mistakes) + len(accepted), "every mistake and right answer must be checked"
+    # a rule a student can check before submitting (issue 34, item 5): the visible tests already reject every
+    # mistake of these kinds, in the notebook and in `course check`, not only the hidden tests at grading
+    unseen = [f"{r.mistake.name!r} [{r.mistake.kind}] is rejected only by the hidden tests" for r in results
+              if isinstance(r.mistake, Mistake) and r.mistake.kind in VISIBLE_KINDS and not r.visible]
+    assert not unseen, "\n".join(unseen)
 
 
 def test_every_solution_notebook_is_run_here():

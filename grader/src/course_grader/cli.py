@@ -477,12 +477,29 @@ def cmd_mistakes(args: argparse.Namespace) -> int:
             elif isinstance(result.mistake, Accepted):
                 label = f"accepts {result.mistake.name!r}"
             else:
-                label = f"rejects {result.mistake.name!r} [{result.mistake.kind or 'no kind'}]"
+                label = (f"rejects {result.mistake.name!r} [{result.mistake.kind or 'no kind'}]"
+                         + (" (by the visible tests)" if result.visible else ""))
             print(f"  {'ok  ' if result.ok else 'FAIL'} {name}: {label}" + ("" if result.ok else f" -- {result.describe()}"))
         bad += sum(not r.ok for r in results) + (len(results) < 1 + len(mistakes) + len(accepted))
         print(f"{name}: {len(mistakes)} mistakes and {len(accepted)} right answers checked "
-              f"in {time.perf_counter() - started:.1f} s", flush=True)
+              f"in {time.perf_counter() - started:.1f} s; {_visible_summary(results)}", flush=True)
     return 1 if bad else 0
+
+
+def _visible_summary(results: list) -> str:
+    """How many curated mistakes the visible tests already reject (a student sees them in the notebook and in
+    `course check`), overall and per kind: the rest fail only at grading, on the hidden tests."""
+    from course_grader.authoring.mistakes import Mistake
+
+    rejected = [r for r in results if isinstance(r.mistake, Mistake) and r.ok]
+    kinds: dict[str, list[int]] = {}
+    for result in rejected:
+        seen = kinds.setdefault(result.mistake.kind or "no kind", [0, 0])
+        seen[0] += bool(result.visible)
+        seen[1] += 1
+    per_kind = ", ".join(f"{kind} {shown}/{total}" for kind, (shown, total) in sorted(kinds.items()))
+    return (f"{sum(bool(r.visible) for r in rejected)} of {len(rejected)} rejected mistakes fail the visible "
+            f"tests already ({per_kind})")
 
 
 def main(argv: list[str] | None = None) -> int:

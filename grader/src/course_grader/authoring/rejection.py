@@ -45,6 +45,7 @@ class Rejection:
     failed_tests: tuple[str, ...]
     problem: str = ""
     errors: dict[str, str] = field(default_factory=dict)  # (the solution run) each failed test cell's error
+    visible: tuple[str, ...] = ()  # the failed test cells whose visible part already failed: seen before submitting
 
     @property
     def ok(self) -> bool:
@@ -94,6 +95,7 @@ class _Kernel:
             resources={"metadata": {"path": str(cwd)}},
         )
         self.connection: dict | None = None  # set by attach(); else the kernel manager's
+        self.visible_failed = False  # the last graded test cell failed in its visible part (course check sees it)
 
     def start(self, solutions: dict[int, str], tests: set[str]) -> tuple[list[str], str]:
         """Start the kernel and run the solution top to bottom: (test cells that failed, problem)."""
@@ -136,6 +138,7 @@ class _Kernel:
             return self.execute(index, source)
         if not check:
             return self.execute(index, split_hidden(source))
+        self.visible_failed = False
         result = grade_test_cell(_TestCell(self, index), source)
         return None if result.ok else f"{result.ename}: {result.evalue}"
 
@@ -163,6 +166,7 @@ class _TestCell:
 
     def run_visible(self, source: str) -> CheckResult | None:
         error = self.kernel.execute(self.index, source)
+        self.kernel.visible_failed = error is not None
         if error is None:
             return None
         ename, _, evalue = error.partition(": ")
@@ -279,13 +283,17 @@ def _check_one(
     except ValueError as error:
         return Rejection(assignment, mistake, (), str(error)), True
     failed: list[str] = []
+    visible: list[str] = []
     for index in cells:
+        kernel.visible_failed = False
         raised = kernel.run(index, wrong if index == start else solutions[index])
         grade_id = nbgrader_meta(kernel.nb.cells[index]).get("grade_id")
         if raised and grade_id in tests:
             failed.append(grade_id)
+            if kernel.visible_failed:
+                visible.append(grade_id)
     recovered = True
     for index in cells:  # restore the right answer and everything computed from it
         if kernel.run(index, solutions[index], check=False):
             recovered = False  # state from before `start` was damaged: the caller starts a fresh kernel
-    return Rejection(assignment, mistake, tuple(failed)), recovered
+    return Rejection(assignment, mistake, tuple(failed), visible=tuple(visible)), recovered
