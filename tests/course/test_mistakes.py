@@ -23,7 +23,7 @@ from tests.conftest import ROOT, assignment_names, take_nbval_kernel
 pytestmark = pytest.mark.slow
 
 # kinds of curated mistake that the visible tests must catch (they break a convention section 6 of 00 states)
-VISIBLE_KINDS = {"device"}
+VISIBLE_KINDS = {"device", "dtype", "autograd"}
 
 
 @pytest.mark.parametrize("assignment", assignment_names())
