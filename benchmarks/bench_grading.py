@@ -108,7 +108,8 @@ def main() -> int:
     parser.add_argument("--assignment", default="00_welcome")
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--sandbox-repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "grading.md")
+    parser.add_argument("--out", type=Path,   # BENCH_RESULTS moves every benchmark's results, this one's too
+                        default=Path(os.environ.get("BENCH_RESULTS", ROOT / "benchmarks" / "results")) / "grading.md")
     parser.add_argument("--part", choices=("local", "dask", "all", "targets", "ratio"), default="all")
     parser.add_argument("--assignments", nargs="*", default=None,
                         help="--part ratio: the notebooks to time (default: every assignment)")
