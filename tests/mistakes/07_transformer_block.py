@@ -398,6 +398,10 @@ MISTAKES += [
             rejected_by=("test_masked_mean_pool",), source=_MP_DEF + '''    lengths = real.sum(1)
     return torch.stack([h[b, : int(lengths[b])].mean(0) for b in range(h.shape[0])])
 '''),
+    Mistake(cell="masked_mean_pool", name=".squeeze() on the result drops the batch axis when B = 1", kind="boundary",
+            rejected_by=("test_masked_mean_pool",), source=_MP_DEF + '''    m = real.unsqueeze(-1).to(h.dtype)
+    return ((h * m).sum(1) / m.sum(1)).squeeze()
+'''),
     Mistake(cell="masked_mean_pool", name="a batch of one special-cased as a plain mean (padding counted)", kind="boundary",
             rejected_by=("test_masked_mean_pool",), source=_MP_DEF + '''    if h.shape[0] == 1:
         return h.mean(1)
