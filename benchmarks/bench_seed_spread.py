@@ -47,6 +47,7 @@ import math
 import os
 import statistics
 import time
+from typing import Any, Callable
 from pathlib import Path
 
 os.environ.setdefault("COURSE_PROFILE", "cpu")
@@ -564,18 +565,24 @@ def run_12(seeds: list[int], small: bool = False) -> str:
 NB07 = ROOT / "solutions" / "07_transformer_block" / "07_transformer_block.ipynb"
 
 
+def _data_07(pick: Callable[..., object]) -> tuple[Any, Any]:
+    """Notebook 07's sentiment data set (its own line, seed 0: the same for every model seed) and its vocabulary."""
+    from course_utils.sentiment_data import WordVocab, make_sentiment
+
+    data_line = next(line for line in _cell(NB07, "data = make_sentiment(").splitlines() if line.startswith("data = make_sentiment("))
+    ns: dict = {"make_sentiment": make_sentiment, "choose": pick}
+    exec(compile(data_line, str(NB07), "exec"), ns)
+    return ns["data"], WordVocab.from_texts(ns["data"]["train"]["text"])
+
+
 def run_07(seeds: list[int], small: bool = False) -> str:
     from course_utils.profiles import choose
-    from course_utils.sentiment_data import WordVocab, bag_of_words_accuracy, make_sentiment
+    from course_utils.sentiment_data import bag_of_words_accuracy
     from course_utils.sentiment_models import RUNGS, AttentionClassifier, train_sentiment_classifier
 
     pick = (lambda **k: k["ci"]) if small else choose  # --small: the ci profile's sizes
     cpu = torch.device("cpu")
-    data_line = next(line for line in _cell(NB07, "data = make_sentiment(").splitlines() if line.startswith("data = make_sentiment("))
-    ns: dict = {"make_sentiment": make_sentiment, "choose": pick}
-    exec(compile(data_line, str(NB07), "exec"), ns)  # the notebook's data set (seed 0), the same for every model seed
-    data = ns["data"]
-    vocab = WordVocab.from_texts(data["train"]["text"])
+    data, vocab = _data_07(pick)
     bow = {split: 100 * bag_of_words_accuracy(data["train"], data[split]) for split in ("test", "contrast")}
     ladder = _cell(NB07, "ladder_epochs = choose(")
     ladder = ladder[: ladder.index("\nbow = ")]  # the training loop; the bag of words has no seed
@@ -622,15 +629,10 @@ def run_07w(seeds: list[int], small: bool = False) -> str:
     """Notebook 07, section 6: six blocks trained with Adam at lr 3e-3, post-LN with and without warm-up and
     pre-LN, from the notebook's own cell (its data set; the seed draws the weights and the batch order)."""
     from course_utils.profiles import choose
-    from course_utils.sentiment_data import WordVocab, make_sentiment
     from course_utils.sentiment_models import AttentionClassifier, train_sentiment_classifier
 
     pick = (lambda **k: k["ci"]) if small else choose
-    data_line = next(line for line in _cell(NB07, "data = make_sentiment(").splitlines() if line.startswith("data = make_sentiment("))
-    ns: dict = {"make_sentiment": make_sentiment, "choose": pick}
-    exec(compile(data_line, str(NB07), "exec"), ns)
-    data = ns["data"]
-    vocab = WordVocab.from_texts(data["train"]["text"])
+    data, vocab = _data_07(pick)
     cell = _cell(NB07, "warm_epochs, warmup_steps = choose(")
     cell = cell[: cell.index("live.close()")]
     live_line = next(line for line in cell.splitlines() if line.startswith("live = LiveCurve("))

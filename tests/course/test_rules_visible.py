@@ -9,23 +9,23 @@ are read from the test cells' code as ``test_rules_stated`` reads them; notebook
 
 from __future__ import annotations
 
-import re
+import textwrap
 
 import nbformat
 import pytest
 
+from course_utils.cells import hidden_block_lines, split_hidden
 from tests.course.test_rules_stated import _meta, _solution_notebooks, required
 
 # the rules a probe checks without revealing a hidden input's value
 LOCAL = {"device", "dtype", "gradient", "no_grad", "in_place", "mode", "generator"}
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS\n(.*?)^[ \t]*### END HIDDEN TESTS\n?", re.M | re.S)
 
 
 def _rules(source: str) -> set[str]:
     """The rules ``source`` checks; a part that does not parse alone (a block cut by the markers) is
     dedented, then read line by line."""
     source = source.strip("\n")
-    for text in (source, _dedent(source)):
+    for text in (source, textwrap.dedent(source)):
         try:
             return required(text)[0]
         except SyntaxError:
@@ -37,11 +37,6 @@ def _rules(source: str) -> set[str]:
         except SyntaxError:
             continue
     return found
-
-
-def _dedent(source: str) -> str:
-    import textwrap
-    return textwrap.dedent(source)
 
 
 def unchecked_before_grading(path) -> list[str]:
@@ -62,9 +57,8 @@ def unchecked_before_grading(path) -> list[str]:
             close()
             exercise, visible, hidden = meta.get("grade_id", "?"), set(), set()
         elif cell.cell_type == "code" and meta.get("grade") and not meta.get("solution") and exercise is not None:
-            for block in HIDDEN.findall(cell.source):
-                hidden |= _rules(block)
-            visible |= _rules(HIDDEN.sub("", cell.source))
+            hidden |= _rules("\n".join(hidden_block_lines(cell.source)))
+            visible |= _rules(split_hidden(cell.source))   # the cell as the release shows it
     close()
     return problems
 

@@ -216,9 +216,7 @@ def leaves_unchanged(
         if t.requires_grad != grad:
             _fail(f"{name} changed requires_grad of {what} ({grad} -> {t.requires_grad}). Use a copy "
                   "(x.detach().requires_grad_()) if you need gradients with respect to it.", hint)
-        same = torch.equal(t.detach(), values) or (   # NaN where NaN was counts as unchanged
-            values.is_floating_point() and torch.allclose(t.detach(), values, rtol=0, atol=0, equal_nan=True))
-        if not same:
+        if not same_values(t.detach(), values):
             _fail(f"{name} changed the values of {what} in place. The caller still needs them: do not write "
                   "into an argument (no `x[...] = `, `x.masked_fill_`, `x.data`, `x.copy_`); build a new tensor.", hint)
     for module, mode, grads in zip(modules, modes, trainable):
@@ -228,6 +226,12 @@ def leaves_unchanged(
         if [p.requires_grad for p in module.parameters()] != grads:
             _fail(f"{name} changed requires_grad of the model's parameters. Leave them as you found them "
                   "(use torch.no_grad() for a computation that needs no gradients).", hint)
+
+
+def same_values(now: torch.Tensor, before: torch.Tensor) -> bool:
+    """Whether a tensor still holds the values copied into ``before`` (NaN where NaN was counts as unchanged)."""
+    return torch.equal(now, before) or (
+        before.is_floating_point() and torch.allclose(now, before, rtol=0, atol=0, equal_nan=True))
 
 
 @contextmanager

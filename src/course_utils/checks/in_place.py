@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
-from course_utils.checks.assertions import CheckFailed
+from course_utils.checks.assertions import CheckFailed, same_values
 from course_utils.protocol.messages import WRITABLE, tensors_in
 
 __all__ = ["in_place_message", "model_changed_message", "watch_calls", "cell_digest"]
@@ -73,9 +73,7 @@ def _tensor_changed(t: torch.Tensor, state: tuple) -> bool:
         return True
     if values is None:
         return t._version != version
-    now = t.detach()
-    return not (torch.equal(now, values) or (values.is_floating_point() and
-                                             torch.allclose(now, values, rtol=0, atol=0, equal_nan=True)))
+    return not same_values(t.detach(), values)
 
 
 def _snapshot(value: Any, by_value: bool) -> Any:

@@ -134,11 +134,11 @@ class _Kernel:
         in the kernel's namespace, so restoring the kernel does not need it)."""
         cell = self.nb.cells[index]
         meta = nbgrader_meta(cell)
+        self.visible_failed = False
         if not (meta.get("grade") and not meta.get("solution") and self.checked):
             return self.execute(index, source)
         if not check:
             return self.execute(index, split_hidden(source))
-        self.visible_failed = False
         result = grade_test_cell(_TestCell(self, index), source)
         return None if result.ok else f"{result.ename}: {result.evalue}"
 
@@ -285,7 +285,6 @@ def _check_one(
     failed: list[str] = []
     visible: list[str] = []
     for index in cells:
-        kernel.visible_failed = False
         raised = kernel.run(index, wrong if index == start else solutions[index])
         grade_id = nbgrader_meta(kernel.nb.cells[index]).get("grade_id")
         if raised and grade_id in tests:
