@@ -1,0 +1,22 @@
+import pytest
+
+from course_utils.spread import beside_range, inside
+
+
+def test_inside_counts_the_ends_and_the_slack():
+    assert inside(1.0, 1.0, 2.0) and inside(2.0, 1.0, 2.0)
+    assert not inside(2.5, 1.0, 2.0)
+    assert inside(2.5, 1.0, 2.0, slack=0.5)
+    assert not inside(0.4, 1.0, 2.0, slack=0.5)
+
+
+def test_an_empty_range_is_an_error():
+    with pytest.raises(ValueError, match="empty"):
+        inside(1.0, 2.0, 1.0)
+
+
+def test_the_line_names_the_number_the_range_and_the_verdict():
+    line = beside_range("test accuracy", 98.44, 96.9, 100.0, seeds="0-4", unit="%")
+    assert line == "test accuracy 98.4%: the course's seeds 0-4 gave 96.9%-100.0%, yours is inside"
+    assert beside_range("loss", 3.3, 2.9, 3.1, digits=2).endswith("yours is OUTSIDE: look again at your run")
+    assert "OUTSIDE: more steps help" in beside_range("loss", 3.3, 2.9, 3.1, outside="more steps help")
