@@ -56,6 +56,8 @@ Notebook-facing modules, one concern each:
   name from a secret seed (visible and hidden draws apart); the course's own values without one.
 - :mod:`course_utils.fallback` -- the course's version of an unfinished exercise, called only while
   the student's raises NotImplementedError, so that later cells of a notebook still run.
+- :mod:`course_utils.spread` -- a run's number beside the course's range over seeds, with a one-line
+  verdict (inside / OUTSIDE).
 
 Grading's kernel side, imported only while a notebook is graded: :mod:`course_utils.protocol`
 (the checker protocol's one home): :mod:`course_utils.protocol.agent` answers the trusted checker's
