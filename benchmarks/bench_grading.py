@@ -110,9 +110,11 @@ def main() -> int:
     parser.add_argument("--sandbox-repeats", type=int, default=5)
     parser.add_argument("--out", type=Path,   # BENCH_RESULTS moves every benchmark's results, this one's too
                         default=Path(os.environ.get("BENCH_RESULTS", ROOT / "benchmarks" / "results")) / "grading.md")
-    parser.add_argument("--part", choices=("local", "dask", "all", "targets", "ratio"), default="all")
+    parser.add_argument("--part", choices=("local", "dask", "all", "targets", "ratio", "tasks"), default="all")
     parser.add_argument("--assignments", nargs="*", default=None,
-                        help="--part ratio: the notebooks to time (default: every assignment)")
+                        help="--part ratio / tasks: the notebooks to time (default: every assignment)")
+    parser.add_argument("--task-students", type=int, default=4,
+                        help="--part tasks: solution submissions per notebook graded on the Dask cluster")
     parser.add_argument("--ratio-repeats", type=int, default=3, help="--part ratio: interleaved rounds")
     parser.add_argument("--ratio-workers", type=int, default=1,
                         help="--part ratio: also grade the class with --workers N, against N bare executions at once")
@@ -135,6 +137,8 @@ def main() -> int:
         targets_part(args)
     if args.part == "ratio":
         ratio_part(args)
+    if args.part == "tasks":
+        tasks_part(args)
     return 0 if same else 1
 
 
@@ -395,6 +399,12 @@ def measured_costs(path: Path) -> tuple[dict[str, float], tuple[float, float]]:
     """The seconds per notebook and the client's recording cost (Gradebook API) that the last
     ``--part dask`` wrote in ``path``."""
     text = path.read_text()
+    if TASKS_LINE in text:  # measured per notebook by --part tasks
+        line = next(ln for ln in text.splitlines() if ln.startswith(TASKS_LINE))
+        durations = {name: float(v) for name, v in re.findall(r"\b(\d\d_\w+) ([\d.]+)", line.split(";")[0])}
+        cost = re.search(r"recording ([\d.]+) s per submission", line)
+        if durations and cost:
+            return durations, (0.0, float(cost[1]))
     line = next(ln for ln in text.splitlines() if ln.startswith("Seconds per notebook:"))
     names = {name[:2]: name for name in __import__("course_utils.layout", fromlist=["assignments"]).assignments(ROOT)}
     listed = line.split("here): ", 1)[1] if "here): " in line else line.split(": ", 1)[1]
@@ -403,6 +413,88 @@ def measured_costs(path: Path) -> tuple[dict[str, float], tuple[float, float]]:
     if not durations or cost is None:
         raise SystemExit(f"{path}: no per-notebook seconds or recording cost (run --part dask first)")
     return durations, (float(cost[1]), float(cost[2]))
+
+
+TASKS_HEADER = "## Seconds per graded notebook on a one-thread Dask worker"
+TASKS_LINE = "Seconds per task (median):"
+
+
+def tasks_part(args: argparse.Namespace) -> None:
+    """Issue 39, item 2, measured rather than added up: every notebook's class of ``--task-students``
+    solution submissions graded at once by `course grade --scheduler`'s path (``grade_on_dask``) on a
+    LocalCluster of 2 workers of one thread each (one per core); each task's seconds from the journal
+    (the worker's whole task: scratch course, nbgrader's autograde with the sandboxed kernel and the
+    checker, the result sent back), and the client's recording cost per submission of each notebook
+    (``record_executed_notebooks`` of the class into a fresh copy of the course). The targets are then
+    modelled from these numbers alone."""
+    from distributed import Client, LocalCluster
+
+    from course_grader.demo import DemoStudent
+    from course_grader.grading import dask_grading
+    from course_grader.grading.recording import read_tree, record_executed_notebooks
+    from course_utils.layout import assignments
+
+    names = args.assignments or assignments(ROOT)
+    k = max(args.task_students, 1)
+    students = [f"s{i}-solutions" for i in range(k)]
+    seconds: dict[str, list[float]] = {}
+    recording: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-tasks-") as scratch:
+        course, fresh = Path(scratch) / "course", Path(scratch) / "fresh"
+        prepare_scratch_course(ROOT, course, names)
+        generate_release(Course.open(course), names, verbose=False)
+        for name in names:
+            write_submissions(Course.open(course), name, [DemoStudent(s, "solution") for s in students])
+        shutil.copytree(course, fresh, symlinks=True)
+        load_before = os.getloadavg()
+        started = time.perf_counter()
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                Client(cluster) as client:
+            runs = dask_grading.grade_on_dask(Course.open(course), {name: students for name in names}, client,
+                                              progress=False)
+        wall = time.perf_counter() - started
+        failed = {run.assignment: len(run.failed) for run in runs if run.failed}
+        for name in names:
+            seconds[name] = _journal_seconds(course, name)
+            executed = {s: read_tree(course / "autograded" / s / name) for s in students}
+            copy = Path(scratch) / f"record-{name}"
+            shutil.copytree(fresh, copy, symlinks=True)
+            begun = time.perf_counter()
+            record_executed_notebooks(Course.open(copy), name, executed)
+            recording[name] = (time.perf_counter() - begun) / k
+            shutil.rmtree(copy)
+    load = os.getloadavg()
+    durations = {name: statistics.median(values) for name, values in seconds.items() if values}
+    record = statistics.fmean(recording.values())
+    line = (f"{TASKS_LINE} " + ", ".join(f"{name} {durations[name]:.1f}" for name in durations)
+            + f"; recording {record:.3f} s per submission (the mean over the notebooks)")
+    rows = [f"| {name} | {durations[name]:.1f} | {min(seconds[name]):.1f}-{max(seconds[name]):.1f} | "
+            f"{len(seconds[name])} | {recording[name]:.3f} |" for name in durations]
+    section = "\n".join([
+        TASKS_HEADER, "",
+        f"Command: `python benchmarks/bench_grading.py {' '.join(sys.argv[1:])}` on {_machine()}; load "
+        f"{load_before[0]:.1f} at the start, {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} (1/5/15 min) at the end. "
+        f"Every notebook's class of {k} solution submissions graded at once by `grade_on_dask` (the path of "
+        "`course grade --scheduler`) on a LocalCluster of 2 workers of one thread each, sandbox on, `ci` profile: "
+        f"{len(durations) * k} tasks in {wall:.0f} s of wall time (cluster start included)"
+        + (f"; failed: {failed}" if failed else ", none failed") + ". *Task*: the worker's seconds for one "
+        "submission as its journal records them (scratch course, nbgrader's autograde with the sandboxed kernel "
+        "and the checker, the result sent back). *Recording*: the client's `record_executed_notebooks` of the "
+        f"class's {k} executed notebooks into a fresh copy of the course, per submission.", "",
+        "| notebook | task (s), median | min-max | tasks | recording (s per submission) |",
+        "|---|---:|---|---:|---:|",
+        *rows, "",
+        line, "",
+    ])
+    text = args.out.read_text() if args.out.exists() else ""
+    text = _replace_section(text, TASKS_HEADER, section)
+    source = (f"From the section above (`--part tasks`): each notebook's median seconds per task on a one-thread "
+              f"Dask worker, the recording cost per submission the mean over the notebooks ({record:.3f} s).")
+    targets = targets_section(durations, (0.0, record), source)
+    text = _replace_section(text, TARGETS_HEADER, targets)
+    args.out.write_text(text)
+    print(section)
+    print(targets)
 
 
 RATIO_HEADER = "## A graded notebook against its bare execution"

@@ -91,3 +91,22 @@ def test_preference_collapse_table_from_a_saved_run(tmp_path):
     text = (tmp_path / "preference-collapse-cpu.md").read_text()
     assert "| 1 | base, lr 1e-3 | 24 | 9 | 1.00 | +7.50 | -0.20 | 0% | 8% |" in text
     assert "- base, lr 1e-3, step 24 (2 seeds): pref. accuracy 1.00–1.00" in text and "28 training pairs" in text
+
+
+def test_the_targets_are_modelled_from_the_per_task_seconds_when_measured(tmp_path):
+    """`--part targets` reads each notebook's seconds per task and the recording cost that `--part tasks` wrote,
+    ahead of the older per-notebook line of the Dask section."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_grading", ROOT / "benchmarks" / "bench_grading.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = tmp_path / "grading.md"
+    results.write_text("Seconds per notebook: its ci execution time (...): 00 12.0, 01 18.7.\n\n"
+                       "**0.00 s per batch + 0.055 s per submission**\n\n"
+                       f"{bench.TASKS_LINE} 00_welcome 2.1, 01_rnn_bottleneck 5.6; recording 0.031 s per submission "
+                       "(the mean over the notebooks)\n")
+    durations, record = bench.measured_costs(results)
+    assert durations == {"00_welcome": 2.1, "01_rnn_bottleneck": 5.6} and record == (0.0, 0.031)
+    hours = bench.model(durations, 1000, 32, record)
+    assert abs(hours["bound"] - 1000 * (2.1 + 5.6) / 32 / 3600) < 0.01 * hours["bound"]
