@@ -20,7 +20,8 @@ By verb:
   :mod:`~.grading.checker` (hidden tests, outside the kernel: :mod:`~.grading.checker.link` to the
   kernel, :mod:`~.grading.checker.remote` proxies, :mod:`~.grading.checker.checker` itself,
   :mod:`~.grading.checker.cell` (one test cell graded, for grading and `course mistakes` alike),
-  :mod:`~.grading.checker.process` and :mod:`~.grading.checker.__main__`, its own process),
+  :mod:`~.grading.checker.process` and :mod:`~.grading.checker.__main__`, its own process;
+  :mod:`~.grading.checker.result` and :mod:`~.grading.checker.prelude`, torch-free, for the process that starts it),
   :mod:`~.grading.verdict` (a test
   cell's points: the checker's verdict alone), :mod:`~.grading.scan` (flags),
   :mod:`~.grading.similarity`, :mod:`~.grading.review` (held until decided),

@@ -604,3 +604,20 @@ def test_the_kernel_cannot_set_the_tests_random_state(kernel):
         assert not result.ok and "global random generator" in result.evalue, result
     finally:
         run("torch.manual_seed(0)")
+
+
+def test_the_grading_process_starts_checkers_without_importing_torch():
+    """nbgrader's process (SandboxedExecute, the runner) starts checkers and reads their verdicts but never runs
+    one: it must not pay for torch (about a second of every `course grade`); the fork server imports the checker
+    with torch once, before its first fork."""
+    import subprocess
+
+    code = ("import sys; import course_grader.grading.runner, course_grader.sandbox.execute, course_grader.grading.checker;"
+            "from course_grader.grading.checker import CheckerProcess, CheckResult, grade_test_cell, prelude_from_source;"
+            "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stdout + done.stderr
+    preloaded = subprocess.run([sys.executable, "-c", "import sys; from course_grader.grading.checker import process; "
+                                "process._preload(); print('course_grader.grading.checker.checker' in sys.modules)"],
+                               capture_output=True, text=True, timeout=120)
+    assert preloaded.stdout.strip() == "True", preloaded.stdout + preloaded.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from course_grader.grading.checker.checker import CheckResult
+from course_grader.grading.checker.result import CheckResult
 from course_utils.cells import split_hidden
 
 __all__ = ["TestCellKernel", "grade_test_cell"]

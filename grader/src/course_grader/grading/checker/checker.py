@@ -31,16 +31,16 @@ import builtins
 import importlib
 import io
 import itertools
-import os
 import re
 import time
 import types
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
 from course_grader.grading.checker.link import CheckerError, CheckerTimeout, KernelLink
+from course_grader.grading.checker.prelude import BASE_PRELUDE
+from course_grader.grading.checker.result import CheckResult
 from course_grader.grading.checker.remote import _LIBRARIES, RemoteError, RemoteObject, _mirror
 from course_utils import checks
 from course_utils.checks.in_place import in_place_message, model_changed_message
@@ -48,13 +48,8 @@ from course_utils.protocol import wire
 from course_utils.protocol.messages import REMOTE_MODES, WRITABLE, Callback, Mode, Op, bridged, set_default_device, tensors_in
 
 
-__all__ = ["BASE_PRELUDE", "Checker", "CheckResult", "check_cell", "checker_enabled", "prelude_from_source", "run_prelude"]
+__all__ = ["Checker", "check_cell", "run_prelude"]
 
-# Imported in the checker, whatever the notebook does: the tests' own vocabulary.
-BASE_PRELUDE = (
-    "import math\nimport numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
-    "from course_utils.checks import *\n"
-)
 # Packages whose classes a proxy may claim to be an instance of (isinstance checks).
 MAX_EVIDENCE = 50  # evidence items kept per test cell (the kernel's to send: bounded)
 
@@ -70,62 +65,6 @@ def _kernel_kind(error: BaseException) -> str:
         if cls.__module__ == "builtins" and issubclass(cls, Exception):
             return cls.__name__
     return "Exception"
-
-
-@dataclass
-class CheckResult:
-    """One test cell, checked: ``ok``, or the error the student sees; plus evidence for a flag."""
-
-    ok: bool
-    ename: str = ""
-    evalue: str = ""
-    evidence: list[str] = field(default_factory=list)
-    timed_out: bool = False  # the deadline passed: the kernel is stopped (it may never answer again)
-
-
-def checker_enabled(assignment: str | None = None) -> bool:
-    """Whether the trusted checker decides the test cells of ``assignment``: always, for every
-    assignment (each one's solution and curated mistakes are proven through it by `course
-    mistakes`), unless ``COURSE_CHECKER=off`` runs whole test cells in the kernel (authors only)."""
-    return os.environ.get("COURSE_CHECKER", "").lower() not in {"off", "0", "no"}
-
-
-def _bound_names(source: str) -> set[str]:
-    """Names a cell binds at its top level (def, class, assignment, import)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return names
-
-
-def prelude_from_source(cells: Sequence[str], answers: Sequence[str] = ()) -> str:
-    """The import statements of the instructor's own code cells (from the *source* notebook),
-    less the names an answer cell defines (the student's class shadows a library class of the
-    same name, as it does in the notebook)."""
-    theirs = set().union(*(_bound_names(a) for a in answers)) if answers else set()
-    lines = []
-    for source in cells:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                node.names = [a for a in node.names if (a.asname or a.name).split(".")[0] not in theirs]
-                if node.names:
-                    lines.append(ast.unparse(node))
-    return "\n".join(lines)
-
 
 
 # --------------------------------------------------------------------------- the checker

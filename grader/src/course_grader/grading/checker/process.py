@@ -29,7 +29,7 @@ import sys
 import threading
 from typing import IO, Sequence
 
-from course_grader.grading.checker.checker import CheckResult, check_cell, run_prelude
+from course_grader.grading.checker.result import CheckResult
 
 __all__ = ["CHECKER_GRACE", "CheckerProcess", "serve_fork_server", "serve_requests", "warm_up"]
 
@@ -205,6 +205,8 @@ class CheckerProcess:
 
 
 def _answer(request: dict) -> dict:
+    from course_grader.grading.checker.checker import check_cell  # the checker's process only (torch)
+
     with contextlib.redirect_stdout(io.StringIO()):  # what the tests print is not the protocol
         result = check_cell(request["info"], request["source"], request.get("prelude", ""),
                             float(request.get("timeout", 120)), request.get("withheld", []))
@@ -214,6 +216,8 @@ def _answer(request: dict) -> dict:
 
 def serve_requests(requests: IO[str] | None = None, replies: IO[str] | None = None) -> None:
     """A checker: one JSON request per line, one result per line (stdin and stdout by default)."""
+    from course_grader.grading.checker.checker import run_prelude  # the checker's process only (torch)
+
     requests, replies = requests or sys.stdin, replies or sys.stdout
     for line in requests:
         request = json.loads(line)
@@ -226,9 +230,12 @@ def serve_requests(requests: IO[str] | None = None, replies: IO[str] | None = No
 
 
 def _preload() -> None:
-    """What a checker would otherwise import in a test cell, once for all its forks (none starts a thread):
-    torch._dynamo, imported by the first call of any torch function wrapped with ``_disable_dynamo`` (a
-    tensor encoded under a dispatch mode, 13's AllocationLog; an optimizer step): 1.5-2 s of a test cell."""
+    """What a checker would otherwise import, once for all its forks (none starts a thread): the checker
+    itself with torch (this module does not import them: the grading process that starts checkers never
+    runs one), and torch._dynamo, imported by the first call of any torch function wrapped with
+    ``_disable_dynamo`` (a tensor encoded under a dispatch mode, 13's AllocationLog; an optimizer step):
+    1.5-2 s of a test cell."""
+    importlib.import_module("course_grader.grading.checker.checker")
     importlib.import_module("torch._dynamo")
 
 
