@@ -128,6 +128,18 @@ def test_notebooks_name_source_lectures_by_their_own_names(tree, assignment):
     assert not found, f"{tree}/{assignment}: cells say {found}; cite the lecture by name (see docs/design.md)"
 
 
+@pytest.mark.parametrize("tree", ["solutions", "notebooks"])
+@pytest.mark.parametrize("assignment", assignment_names())
+def test_notebooks_send_students_to_no_file_they_do_not_have(tree, assignment):
+    """Students get the notebooks and the course_utils package (`course dist`), not benchmarks/: the ranges the
+    prose gives stay, where each comes from is an instructor's note (docs/ranges/)."""
+    nb = nbformat.read(str(ROOT / tree / assignment / f"{assignment}.ipynb"), as_version=4)
+    authoring = re.compile(r"benchmarks/|bench_\w+\.py|seed-spread-\w+|[\w-]+-(?:cpu|cuda|gpu)\.md\b")
+    found = [(i, m.group(0)) for i, c in enumerate(nb.cells) for m in authoring.finditer(c.source)]
+    assert not found, (f"{tree}/{assignment}: cells {found} name files of the course's repository that students "
+                       "do not have; keep the range, move its source to docs/ranges/")
+
+
 def test_ruff_finds_nothing():
     """Lint (configuration in pyproject.toml): the same check CI runs."""
     import shutil
