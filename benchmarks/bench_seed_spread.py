@@ -634,16 +634,13 @@ def run_07w(seeds: list[int], small: bool = False) -> str:
     pick = (lambda **k: k["ci"]) if small else choose
     data, vocab = _data_07(pick)
     cell = _cell(NB07, "warm_epochs, warmup_steps = choose(")
-    cell = cell[: cell.index("live.close()")]
-    live_line = next(line for line in cell.splitlines() if line.startswith("live = LiveCurve("))
-    cell = _swap(cell, live_line, "live = None")                           # no live figure
-    cell = _swap(cell, "live=live, live_name=name", "live_name=name")
+    cell = cell[: cell.index("\ndef smooth(")]  # the training loop, not the figure and the verdicts after it
     loss: dict[str, list[float]] = {}
     test: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for seed in seeds:
-        source = _swap(_swap(cell, "torch.manual_seed(0)", f"torch.manual_seed({seed})"), "device=device,",
-                       f"device=device, seed={seed},")
+        source = _swap(_swap(cell, "torch.manual_seed(0)", f"torch.manual_seed({seed})"), "warmup_steps=warmup, device=device",
+                       f"warmup_steps=warmup, device=device, seed={seed}")
         ns = {"torch": torch, "choose": pick, "AttentionClassifier": AttentionClassifier, "vocab": vocab, "data": data,
               "train_sentiment_classifier": train_sentiment_classifier, "device": torch.device("cpu"),
               "LiveCurve": None}
