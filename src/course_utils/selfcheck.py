@@ -227,6 +227,7 @@ def format_report(path: Path, results: list[ExerciseResult]) -> str:
     lines.append(
         f"  visible tests: {passed:g} / {total:g} points. They check each exercise's conventions (device, dtype, "
         "gradients, generator, mode; `course check --rules` lists them) on their own inputs, and every call they "
-        "make for the In-place rule, as the grader does; the hidden tests check values on inputs you do not see."
+        "make for the In-place rule, as the grader does; the hidden tests check values on inputs you do not see, and "
+        "in many exercises sizes of one (a batch or a sequence of one: try x[:1] yourself)."
     )
     return "\n".join(lines)
