@@ -5,7 +5,7 @@ The prose of a notebook states a result as the range the course measured over se
 prints a result also prints where the student's own number falls::
 
     print(beside_range("test accuracy", 100 * acc, 96.9, 100.0, seeds="0-4", unit="%"))
-    # test accuracy 98.4%: the course's seeds 0-4 gave 96.9-100.0%, yours is inside
+    # test accuracy 98.4%: the course's seeds 0-4 gave 96.9%-100.0%, yours is inside
 
 so that a student on another machine reads a verdict, not a number to match.
 """
