@@ -334,6 +334,7 @@ class Hub:
 
 
 TEARDOWN_LOG = ROOT / "build" / "test-timings" / "hub-teardown.log"
+LEFTOVER_GRACE = 15.0  # seconds a stopped hub's processes have to exit before they count as left over
 
 
 def shut_down(hub: "Hub | None", users: Users) -> list[str]:
@@ -355,8 +356,14 @@ def shut_down(hub: "Hub | None", users: Users) -> list[str]:
         hub.stop()
         if lap("hub stop") > 10:  # what the hub did meanwhile
             slow_stop = (hub.scratch / "jupyterhub.log").read_text(errors="replace")[-3000:]
-        leftovers = hub.leftovers()
-    leftovers += users.leftover_processes()
+    # a kernel whose server the hub stopped exits by itself within a second or two (ipykernel polls for its
+    # parent): only what is still running after a grace period is left over
+    deadline = time.monotonic() + LEFTOVER_GRACE
+    while True:
+        leftovers = (hub.leftovers() if hub is not None else []) + users.leftover_processes()
+        if not leftovers or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     lap("leftovers")
     users.remove()
     lap("users removed")

@@ -15,6 +15,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -530,7 +531,12 @@ def test_a_checker_started_without_the_fork_server_gets_the_seed_too(monkeypatch
     try:
         checker.wait_started()
         assert checker.process is not None
-        environ = Path(f"/proc/{checker.process.pid}/environ").read_bytes().split(b"\0")
+        # Popen returns once exec has closed its pipe, a moment before the new program's environment is in
+        # place: /proc/PID/environ reads empty until then
+        deadline = time.monotonic() + 10
+        while not (environ := Path(f"/proc/{checker.process.pid}/environ").read_bytes().split(b"\0"))[0]:
+            assert time.monotonic() < deadline, "the checker's environment stayed empty for 10 s"
+            time.sleep(0.05)
         assert f"{ENV_SEED}={'ab' * 32}".encode() in environ and b"PATH=/nowhere" not in environ
     finally:
         checker.close()
