@@ -53,6 +53,24 @@ c.Autograde.autograde_preprocessors = [
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"(Warning|warnings\.warn|it/s\]|s/it\]|\d+%\|)"
 
+# The release's markdown without the authors' marks (<!--q ...-->, <!--nq-->: what `course quoted` reads in
+# solutions/), before nbgrader computes its checksums. The rest is nbgrader 0.9.6's own list.
+c.GenerateAssignment.preprocessors = [
+    "course_grader.authoring.author_marks.StripAuthorMarks",
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # A test cell the student deleted comes back from the source and is graded (score 0 if
 # the exercise is not done) instead of going to manual grading.
 c.OverwriteCells.add_missing_cells = True

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_grader.authoring.author_marks import AUTHOR_MARK, strip_author_marks
 from course_grader.course import Course
 from course_grader.authoring.release import generate_release, prepare_scratch_course
 
@@ -54,6 +55,21 @@ def test_release_holds_no_solutions_or_hidden_tests(assignment):
             assert marker not in text, f"{path.relative_to(ROOT)} leaks {marker!r}"
         nb = json.loads(text)
         assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), "release notebooks carry no outputs"
+
+
+@pytest.mark.parametrize("assignment", assignment_names())
+def test_release_prose_carries_no_authors_marks(assignment):
+    """The <!--q-->/<!--nq--> marks ``course quoted`` reads stay in solutions/; a student never sees them."""
+    source = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+    for path in (ROOT / "notebooks" / assignment).glob("*.ipynb"):
+        written = {c["id"]: "".join(c["source"]) for c in json.loads(source.read_text())["cells"]
+                   if not c["metadata"].get("nbgrader", {}).get("solution")}  # answer cells are cleared anyway
+        prose = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown"]
+        assert not [c["id"] for c in prose if AUTHOR_MARK.search("".join(c["source"]))], f"{path.relative_to(ROOT)}: marks left"
+        changed = [c["id"] for c in prose if c["id"] in written and "".join(c["source"]) != strip_author_marks(written[c["id"]])]
+        assert not changed, f"{path.relative_to(ROOT)}: prose other than the marks changed in cells {changed}"
+        assert sum(c["id"] in written for c in prose) > len(prose) / 2
+
 
 
 def test_one_process_release_refuses_part_of_a_course(tmp_path):

@@ -10,7 +10,8 @@ By verb:
 - :mod:`.authoring`: :mod:`~.authoring.release` (``notebooks/`` from ``solutions/``),
   :mod:`~.authoring.execute`, :mod:`~.authoring.mistakes` and :mod:`~.authoring.rejection`
   (curated wrong answers, proven rejected), :mod:`~.authoring.quoted` (numbers the prose quotes,
-  against the cpu run), :mod:`~.authoring.distribution` (the student distribution);
+  against the cpu run; :mod:`~.authoring.author_marks` takes their marks out of the release),
+  :mod:`~.authoring.distribution` (the student distribution);
 - :mod:`.grading`: :mod:`~.grading.pipeline` (``grade(course, ...)``, the one pipeline of the CLI,
   the demo class, the hub's service and the Dask path), :mod:`~.grading.submissions` (inspected
   before nbgrader), :mod:`~.grading.runner` and :mod:`~.grading.scores` (nbgrader and its grades),
