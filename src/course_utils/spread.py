@@ -6,6 +6,9 @@ prints a result also prints where the student's own number falls::
 
     print(beside_range("test accuracy", 100 * acc, 96.9, 100.0, seeds="0-4", unit="%"))
     # test accuracy 98.4%: the course's seeds 0-4 gave 96.9%-100.0%, yours is inside
+    print(beside_range("test accuracy", 95.2, 96.9, 100.0, seeds="0-4", unit="%", slack=2, measured="at one thread"))
+    # test accuracy 95.2%: the course's seeds 0-4 at one thread gave 96.9%-100.0%, yours is near it (within
+    # the slack of 2.0% allowed for other seeds and machines)
 
 so that a student on another machine reads a verdict, not a number to match.
 """
@@ -23,12 +26,20 @@ def inside(yours: float, low: float, high: float, *, slack: float = 0.0) -> bool
 
 
 def beside_range(what: str, yours: float, low: float, high: float, *, seeds: str = "0-2", unit: str = "",
-                 digits: int = 1, slack: float = 0.0, outside: str = "look again at your run") -> str:
-    """One line: ``what`` and ``yours``, the course's range over ``seeds``, and ``inside`` or
-    ``OUTSIDE: <outside>``. ``slack`` widens the range on both sides (a few seeds do not show a
-    spread's tails); ``digits`` decimals, ``unit`` appended to every number."""
+                 digits: int = 1, slack: float = 0.0, measured: str = "",
+                 outside: str = "look again at your run") -> str:
+    """One line: ``what`` and ``yours``, the course's range over ``seeds`` (``measured``: how, e.g. "at
+    one thread"), and a verdict: ``inside`` the range; ``near it`` (outside it by at most ``slack``: a few
+    seeds do not show a spread's tails, nor one machine another's); or ``OUTSIDE: <outside>``. ``digits``
+    decimals, ``unit`` appended to every number."""
     def number(x: float) -> str:
         return f"{x:.{digits}f}{unit}"
 
-    verdict = "inside" if inside(yours, low, high, slack=slack) else f"OUTSIDE: {outside}"
-    return f"{what} {number(yours)}: the course's seeds {seeds} gave {number(low)}-{number(high)}, yours is {verdict}"
+    if inside(yours, low, high):
+        verdict = "inside"
+    elif inside(yours, low, high, slack=slack):
+        verdict = f"near it (within the slack of {number(slack)} allowed for other seeds and machines)"
+    else:
+        verdict = f"OUTSIDE: {outside}"
+    course = f"the course's seeds {seeds}" + (f" {measured}" if measured else "")
+    return f"{what} {number(yours)}: {course} gave {number(low)}-{number(high)}, yours is {verdict}"

@@ -20,3 +20,11 @@ def test_the_line_names_the_number_the_range_and_the_verdict():
     assert line == "test accuracy 98.4%: the course's seeds 0-4 gave 96.9%-100.0%, yours is inside"
     assert beside_range("loss", 3.3, 2.9, 3.1, digits=2).endswith("yours is OUTSIDE: look again at your run")
     assert "OUTSIDE: more steps help" in beside_range("loss", 3.3, 2.9, 3.1, outside="more steps help")
+
+
+def test_a_number_only_the_slack_takes_in_is_near_not_inside():
+    line = beside_range("test accuracy", 95.2, 96.9, 100.0, seeds="0-4", unit="%", slack=2, measured="at one thread")
+    assert line == ("test accuracy 95.2%: the course's seeds 0-4 at one thread gave 96.9%-100.0%, "
+                    "yours is near it (within the slack of 2.0% allowed for other seeds and machines)")
+    assert beside_range("x", 98.0, 96.9, 100.0, slack=2).endswith("yours is inside")
+    assert "OUTSIDE" in beside_range("x", 94.8, 96.9, 100.0, slack=2)
