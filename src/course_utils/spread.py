@@ -31,10 +31,11 @@ def beside_range(what: str, yours: float, low: float, high: float, *, seeds: str
     """One line: ``what`` and ``yours``, the course's range over ``seeds`` (``measured``: how, e.g. "at
     one thread"), and a verdict: ``inside`` the range; ``near it`` (outside it by at most ``slack``: a few
     seeds do not show a spread's tails, nor one machine another's); or ``OUTSIDE: <outside>``. ``digits``
-    decimals, ``unit`` appended to every number."""
+    decimals, ``unit`` appended to every number; ``yours`` is compared as printed (rounded to ``digits``)."""
     def number(x: float) -> str:
         return f"{x:.{digits}f}{unit}"
 
+    yours = round(yours, digits)  # compared as printed: the ranges are written to ``digits`` decimals too
     if inside(yours, low, high):
         verdict = "inside"
     elif inside(yours, low, high, slack=slack):

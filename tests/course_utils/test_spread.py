@@ -28,3 +28,10 @@ def test_a_number_only_the_slack_takes_in_is_near_not_inside():
                     "yours is near it (within the slack of 2.0% allowed for other seeds and machines)")
     assert beside_range("x", 98.0, 96.9, 100.0, slack=2).endswith("yours is inside")
     assert "OUTSIDE" in beside_range("x", 94.8, 96.9, 100.0, slack=2)
+
+
+def test_yours_is_compared_as_printed():
+    """A range written to one decimal holds the number that prints as its edge (96.94 prints 96.9)."""
+    assert beside_range("x", 96.94, 96.9, 100.0).endswith("yours is inside")
+    assert beside_range("x", 100.04, 96.9, 100.0).endswith("yours is inside")
+    assert "near it" in beside_range("x", 100.06, 96.9, 100.0, slack=1)
