@@ -94,20 +94,21 @@ def test_check_names_the_unfinished_exercise_behind_a_name_error(tmp_path):
 
 
 def test_check_names_the_unfinished_exercise_an_attempted_one_calls(tmp_path):
-    """05's combined_mask, written with the student's own causal_mask and padding_mask (as its prose invites)
-    while those two are unfinished: not 'not attempted', but the exercise whose NotImplementedError it hit
-    (third blind review). The unfinished ones themselves stay TODO."""
-    name = "05_masking"
+    """13's TiledAttention, whose forward calls the student's own tiled_attention (as its prose says), while
+    that is unfinished: not 'not attempted', but the exercise whose NotImplementedError it hit (third blind
+    review). The unfinished one itself stays TODO. (05's combined_mask, the first case, is now graded with
+    reference masks: an unfinished mask exercise no longer costs it.)"""
+    name = "13_attention_at_scale"
     release = read(ROOT / "notebooks" / name / f"{name}.ipynb")
     answers = solution_code(read(ROOT / "solutions" / name / f"{name}.ipynb"))
     path = tmp_path / f"{name}.ipynb"
-    nbformat.write(fill_answers(release, {"combined_mask": answers["combined_mask"]}), str(path))
+    nbformat.write(fill_answers(release, {"TiledAttention": answers["TiledAttention"]}), str(path))
     result = course("check", str(path))
     assert result.returncode == 1, result.stdout
-    line = next(line for line in result.stdout.splitlines() if "test_combined_mask" in line)
+    line = next(line for line in result.stdout.splitlines() if "test_TiledAttention" in line)
     assert line.lstrip().startswith("FAIL") and "NotImplementedError from" in line, line
-    assert ("'padding_mask'" in line) or ("'causal_mask'" in line), line
-    assert any(row.lstrip().startswith("TODO") and "test_causal_mask" in row for row in result.stdout.splitlines()), result.stdout
+    assert "'tiled_attention'" in line, line
+    assert any(row.lstrip().startswith("TODO") and "test_tiled_attention " in row for row in result.stdout.splitlines()), result.stdout
 
 
 def test_check_holds_the_tests_calls_to_the_in_place_rule(tmp_path):
