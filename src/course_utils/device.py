@@ -8,7 +8,7 @@ from typing import Iterator
 
 import torch
 
-__all__ = ["get_device", "describe_device", "cpu_threads"]
+__all__ = ["get_device", "describe_device", "cpu_threads", "experiment_threads"]
 
 
 def get_device(prefer: str | None = None) -> torch.device:
@@ -42,6 +42,16 @@ def describe_device(device: torch.device | None = None) -> str:
         n = torch.get_num_threads()
         detail = f"{n} thread{'' if n == 1 else 's'}"
     return f"device: {device.type} ({detail}) | torch {torch.__version__}"
+
+
+def experiment_threads(measured_at: int | None) -> int | None:
+    """The torch thread count for an experiment whose ranges were measured at ``measured_at`` threads.
+
+    ``COURSE_THREADS``, when set, wins: it is the student's explicit choice (say, to compare a run at
+    another thread count with the course's ranges). Otherwise ``measured_at`` (``None``: unchanged).
+    """
+    chosen = os.environ.get("COURSE_THREADS")
+    return int(chosen) if chosen else measured_at
 
 
 @contextmanager
