@@ -10,7 +10,10 @@ exceptions a test expects are named in the prose itself.
 
 Value checks (``check``, ``check_close``, ``check_scalar``, ``check_type``) and ``substitute``
 state no rule of their own; a plain ``check`` does when it reads ``.training`` (mode), calls
-``torch.is_grad_enabled`` (no-grad), compares a ``.dtype`` or says an argument was changed "in place". Notebooks are parsed, never executed: the whole file takes about a second.
+``torch.is_grad_enabled`` (no-grad), compares a ``.dtype``, asks that something ``.requires_grad`` (gradient; not
+``not x.requires_grad``), or its message says an argument was changed "in place" or "must stay as it was" (in-place),
+that parameters "no longer require grad" or "cannot be trained" (gradient), or names a rule ("(gradient rule)").
+Notebooks are parsed, never executed: the whole file takes about a second.
 """
 
 from __future__ import annotations
@@ -67,6 +70,15 @@ HELPER_RULES = {
 CHANGED_IN_PLACE = re.compile(r"\b(chang|modif|updat|overwr)\w*\b[^.]*\bin[ -]place")
 # a test's message about a graph cut ("no gradient reaches ...", "no torch.no_grad(), .detach() or .data")
 GRAPH_CUT = re.compile(r"no gradient reaches|no torch\.no_grad\(\)|\.detach\(\) or \.data")
+# a test's message about parameters frozen by the answer ("no longer requires grad after loading: the layer cannot be trained")
+FROZEN = re.compile(r"no longer requires? grad|(cannot|could not) be trained")
+# a test's message about the caller's argument changed in another way than its values ("switched on requires_grad of
+# the x it was given: the caller's tensor must stay as it was")
+CALLER_CHANGED = re.compile(r"switched on requires_grad of|must stay as it was")
+# a test's message that names the rule it checks ("... (gradient rule)", "the dtype rule says ...")
+NAMED_RULE = re.compile(r"\b(device|dtype|gradient|no-grad|in-place|mode|shape|generator|own-work) rule\b", re.IGNORECASE)
+NAMED_RULE_KEYS = {"device": "device", "dtype": "dtype", "gradient": "gradient", "no-grad": "no_grad", "in-place": "in_place",
+                   "mode": "mode", "shape": "shape", "generator": "generator", "own-work": "own_work"}
 
 
 @dataclass
@@ -108,6 +120,17 @@ def _name(node: ast.AST) -> str:
     return ""
 
 
+def _reads_requires_grad(condition: ast.AST) -> bool:
+    """Whether a check's condition asks that something requires grad (``p.requires_grad``, ``all(t.requires_grad
+    for ...)``); ``not x.requires_grad`` (the caller's input left alone, a result detached) does not count."""
+    negated: set[int] = set()
+    for node in ast.walk(condition):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            negated |= {id(inner) for inner in ast.walk(node.operand)}
+    return any(isinstance(node, ast.Attribute) and node.attr == "requires_grad" and id(node) not in negated
+               for node in ast.walk(condition))
+
+
 def required(test_source: str) -> tuple[set[str], set[str]]:
     """(rules, words): the rules a test cell enforces, and the names its prose must contain
     (banned functions, expected exceptions)."""
@@ -131,6 +154,15 @@ def required(test_source: str) -> tuple[set[str], set[str]]:
             rules.add("device")   # f(x.to("meta")): the output must stay on the input's device
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and GRAPH_CUT.search(node.value):
             rules.add("gradient")   # check(all grads reached, "no gradient reaches the parameter ...")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and FROZEN.search(node.value):
+            rules.add("gradient")   # check(not frozen, "... no longer require gradients: the model could not be trained")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and CALLER_CHANGED.search(node.value):
+            rules.add("in_place")   # check(not x.requires_grad, "f switched on requires_grad of the x it was given ...")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            rules |= {NAMED_RULE_KEYS[name.lower()] for name in NAMED_RULE.findall(node.value)}   # "... (gradient rule)"
+        if (isinstance(node, ast.Call) and _name(node.func) == "check" and node.args
+                and _reads_requires_grad(node.args[0])):
+            rules.add("gradient")   # check(p.requires_grad, "ours.weight no longer requires grad after loading")
         if not isinstance(node, ast.Call) or _name(node.func) not in HELPER_RULES:
             continue
         helper = _name(node.func)
@@ -257,21 +289,21 @@ def test_dtype_is_required_unless_the_test_turns_it_off(tmp_path):
 
 
 # stated in words, not linked to 00's rule: `course check --rules` (which reads links) cannot list them yet
-WORDS_ONLY = {"13_attention_at_scale": {"online_softmax", "tiled_attention", "TiledAttention"},
-              "14_after_fine_tuning": {"sequence_logprobs", "make_preference_pairs"}}
+# (online_softmax and tiled_attention name their banned calls without linking the banned-call rule; online_softmax's
+# tests name the gradient rule, which its text states in words)
+WORDS_ONLY = {"13_attention_at_scale": {"online_softmax", "tiled_attention"}}
 PRINTED = {"device": "device", "dtype": "dtype", "gradient": "gradient", "no_grad": "gradient", "in_place": "in-place",
            "mode": "mode", "shape": "shape", "banned": "banned calls", "own_work": "own work", "generator": "generator",
            "error": "error"}
 
 
-@pytest.mark.parametrize("path", _solution_notebooks(), ids=lambda p: p.stem)
-def test_course_check_rules_lists_every_rule_a_test_checks(path):
-    """`course check --rules` on the student's release lists, for each exercise, every rule its tests (hidden ones
-    included) enforce: the student can read them before submitting (issue 34 item 5)."""
+def unlisted(path: Path, release: Path | None = None) -> list[str]:
+    """One message per rule an exercise of the solution notebook at ``path`` enforces that ``course check --rules``
+    does not list for it, reading the links of ``release`` (the student's notebook; by default ``path`` itself, whose
+    text is the same)."""
     from course_utils.selfcheck import exercise_rules
 
-    release = ROOT / "notebooks" / path.parent.name / path.name
-    listed = {e.grade_id: set(e.rules) for e in exercise_rules(release)}
+    listed = {e.grade_id: set(e.rules) for e in exercise_rules(path if release is None else release)}
     problems = []
     for exercise in exercises(nbformat.read(str(path), as_version=4)):
         enforced = {PRINTED[rule] for source in exercise.tests for rule in required(source)[0]}
@@ -279,4 +311,58 @@ def test_course_check_rules_lists_every_rule_a_test_checks(path):
         if missing and exercise.name not in WORDS_ONLY.get(path.stem, set()):
             problems.append(f"{path.stem}: exercise {exercise.name!r}: course check --rules does not list "
                             f"{sorted(missing)}: link each to 00's rule in the exercise's text")
+    return problems
+
+
+@pytest.mark.parametrize("path", _solution_notebooks(), ids=lambda p: p.stem)
+def test_course_check_rules_lists_every_rule_a_test_checks(path):
+    """`course check --rules` on the student's release lists, for each exercise, every rule its tests (hidden ones
+    included) enforce: the student can read them before submitting (issue 34 item 5)."""
+    problems = unlisted(path, ROOT / "notebooks" / path.parent.name / path.name)
     assert not problems, "\n".join(problems)
+
+
+# one synthetic test cell per pattern of `required`, modelled on the checks that first escaped it (04 load_torch_weights,
+# 05 dependence_matrix, 10 init_gpt2_)
+PATTERNS = {
+    "a check that a parameter still requires grad":
+        ("for key, p in ours.named_parameters():\n    check(p.requires_grad, f'ours.{key} is frozen.')\n", {"gradient"}),
+    "a requires_grad inside a filter":
+        ("check(sum(p.numel() for p in m.parameters() if p.requires_grad) == 40, 'trainable count')\n", {"gradient"}),
+    "a message about frozen parameters":
+        ("frozen = [n for n, p in m.named_parameters() if not p.requires_grad]\n"
+         "check(not frozen, f'after f, {len(frozen)} parameters no longer require gradients: the model could not be "
+         "trained.')\n", {"gradient"}),
+    "a message about the caller's argument":
+        ("check(not x.requires_grad, 'f switched on requires_grad of the x it was given: the caller\\'s tensor must "
+         "stay as it was.')\n", {"in_place"}),
+    "a message naming the rule":
+        ("check(ok, f'f returned {y.dtype} (the dtype rule); its output is cut from the graph (gradient rule).')\n",
+         {"dtype", "gradient"}),
+    "a detached result, not the gradient rule":
+        ("check(not chosen.requires_grad, 'the rewards returned by f require grad: detach them.')\n", set()),
+    "a mention of rules in general, not one of them":
+        ("check(ok, 'f broke one of the rules of section 6.')\n", set()),
+}
+
+
+@pytest.mark.parametrize("what", PATTERNS)
+def test_each_pattern_finds_its_rule(what):
+    source, rules = PATTERNS[what]
+    assert required(source)[0] == rules
+
+
+FROZEN_TEST = "check(p.requires_grad, 'ours.weight no longer requires grad after loading: the layer cannot be trained.')\n"
+
+
+def test_a_rule_stated_in_words_only_is_not_listed_by_course_check(tmp_path):
+    """The prose may state a rule in words (test_every_rule...); `course check --rules` lists only what it links."""
+    words = "**Exercise.** Write `f(m)`: every parameter must still require gradients."
+    assert unstated(_synthetic(tmp_path, words, FROZEN_TEST)) == []
+    assert unlisted(_synthetic(tmp_path, words, FROZEN_TEST)) == [
+        "05_synthetic: exercise 'f': course check --rules does not list ['gradient']: link each to 00's rule in the "
+        "exercise's text"]
+    linked = words + " ([gradient rule](../00_welcome/00_welcome.ipynb#Gradient-rule))"
+    assert unlisted(_synthetic(tmp_path, linked, FROZEN_TEST)) == []
+    problems = unstated(_synthetic(tmp_path, "**Exercise.** Write `f(m)`.", FROZEN_TEST))
+    assert len(problems) == 1 and "'f'" in problems[0] and "gradient rule" in problems[0]
