@@ -77,7 +77,9 @@ def _build_class(course: Path) -> None:
         return nb
 
     submit("ok", with_answer(answer))
-    submit("loop", with_answer(answer + "\nwhile True:\n    pass\n"))
+    # an endless loop that sleeps: the cell limit interrupts it as it does a busy one (test_sandbox interrupts a
+    # busy `while True: pass` at its cell limit), without burning a core for CELL_TIMEOUT in each of the two runs
+    submit("loop", with_answer(answer + "\nimport time\nwhile True:\n    time.sleep(0.1)\n"))
     submit("crash", with_answer("import os\nos._exit(1)\n"))
     (submit("badjson") / f"{A}.ipynb").write_text('{"cells": [ this is not json')
     submit("missing")
