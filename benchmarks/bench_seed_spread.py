@@ -792,6 +792,24 @@ def run_09(seeds: list[int], small: bool = False) -> str:
 NB10 = ROOT / "solutions" / "10_gpt" / "10_gpt.ipynb"
 
 
+def _same_init_10(setup: str) -> None:
+    """Seed 0 is the notebook's run only if the notebook's answer to exercise 2 (``init_gpt2_``) draws the same initial
+    weights as the course's ``gpt2_init_``, which this benchmark runs (the notebook falls back to it too): the same
+    distribution drawn in another order (say, the residual projections drawn twice) gives another model at the same seed."""
+    from course_utils.gpt import GPT, GPTConfig, gpt2_init_
+
+    ns: dict = {"print": lambda *a, **k: None}
+    exec(compile(setup + "\n" + _cell(NB10, "def init_gpt2_("), str(NB10), "exec"), ns)
+    config = GPTConfig(vocab_size=50, block_size=16, n_layer=2, n_head=4, d_model=32)
+    torch.manual_seed(0)
+    answer = ns["init_gpt2_"](GPT(config)).state_dict()
+    torch.manual_seed(0)
+    course = gpt2_init_(GPT(config), config.n_layer).state_dict()
+    assert all(torch.equal(answer[k], course[k]) for k in course), (
+        "notebook 10's init_gpt2_ draws other initial weights than course_utils.gpt.gpt2_init_: the benchmark's seed 0 "
+        "would not be the notebook's run")
+
+
 def run_10(seeds: list[int], small: bool = False) -> str:
     from course_utils.profiles import choose
 
@@ -804,6 +822,7 @@ def run_10(seeds: list[int], small: bool = False) -> str:
     ft_cell = _swap(_cell(NB10, "ft_seeds = choose("), "from course_utils.progress import progress",
                     "progress = lambda iterable, **kwargs: iterable")
     later = [_cell(NB10, "def label_log_likelihood"), _cell(NB10, "n_pairs, P = choose(")]
+    _same_init_10(setup)
     per: list[dict] = []
     os.environ["NBGRADER_EXECUTION"] = "1"  # no progress bars (train_lm's): the notebook's numbers do not depend on them
     t0 = time.perf_counter()
