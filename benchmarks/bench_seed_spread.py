@@ -129,7 +129,7 @@ def run_02(seeds: list[int], small: bool = False) -> str:
         lines.append(f"| {name} | " + " | ".join(cols) + f" | {spread(total[name])} | {spread(drops[name])} |")
     claims = {"with attention the longest bucket is over 75 % and the drop under 25 points (the notebook's 'stays high')":
               sum(run[-1] > 75 and d < 25 for run, d in zip(per_bucket["attention"], drops["attention"])),
-              "with attention the drop is under 10 points (too strict: not claimed)":
+              "with attention the drop is under 10 points (the notebook's claim and its 'in your run' line)":
               sum(d < 10 for d in drops["attention"]),
               "without attention the drop is over 50 points (the notebook's 'collapse')":
               sum(d > 50 for d in drops["no attention"]),
