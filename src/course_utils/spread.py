@@ -15,6 +15,8 @@ so that a student on another machine reads a verdict, not a number to match.
 
 from __future__ import annotations
 
+import torch
+
 __all__ = ["beside_range", "inside"]
 
 
@@ -31,7 +33,9 @@ def beside_range(what: str, yours: float, low: float, high: float, *, seeds: str
     """One line: ``what`` and ``yours``, the course's range over ``seeds`` (``measured``: how, e.g. "at
     one thread"), and a verdict: ``inside`` the range; ``near it`` (outside it by at most ``slack``: a few
     seeds do not show a spread's tails, nor one machine another's); or ``OUTSIDE: <outside>``. ``digits``
-    decimals, ``unit`` appended to every number; ``yours`` is compared as printed (rounded to ``digits``)."""
+    decimals, ``unit`` appended to every number; ``yours`` is compared as printed (rounded to ``digits``).
+    When the range was measured "at one thread" and this run uses another count, a verdict other than
+    ``inside`` says so: another thread count moves a run as another seed does."""
     def number(x: float) -> str:
         return f"{x:.{digits}f}{unit}"
 
@@ -42,5 +46,8 @@ def beside_range(what: str, yours: float, low: float, high: float, *, seeds: str
         verdict = f"near it (within the slack of {number(slack)} allowed for other seeds and machines)"
     else:
         verdict = f"OUTSIDE: {outside}"
+    threads = torch.get_num_threads()
+    if verdict != "inside" and ("one thread" in measured or "one CPU thread" in measured) and threads != 1:
+        verdict += f" (your run used {threads} threads, the range one: another thread count moves a run as another seed does)"
     course = f"the course's seeds {seeds}" + (f" {measured}" if measured else "")
     return f"{what} {number(yours)}: {course} gave {number(low)}-{number(high)}, yours is {verdict}"

@@ -43,3 +43,22 @@ def test_other_errors_and_a_withheld_reference_are_not_hidden():
         yours_or_course(broken, lambda x: x, "Exercise 3")(1)
     with pytest.raises(ReferenceWithheld):
         yours_or_course(_unfinished, withheld, "Exercise 3")(1)
+
+
+def test_the_notice_names_the_unfinished_function_the_exercise_calls(capsys):
+    """05: combined_mask is written but calls causal_mask (Exercise 1), still unfinished: the notice names
+    causal_mask, not combined_mask (which `course check` passes)."""
+    notebook: dict = {"__name__": "__main__"}   # what a notebook's cells run in
+    exec("def causal_mask(t):\n    raise NotImplementedError\n"
+         "def combined_mask(t):\n    return causal_mask(t)\n"
+         "class Tiled:\n    def forward(self, x):\n        return tiled(x)\n    def backward(self, g):\n        raise NotImplementedError\n"
+         "def tiled(x):\n    raise NotImplementedError\n", notebook)
+    wrapped = yours_or_course(notebook["combined_mask"], lambda t: -t, "Exercise 4 (combined_mask)")
+    assert wrapped(2) == -2
+    assert capsys.readouterr().out == ("causal_mask, which Exercise 4 (combined_mask) calls, is not done yet: "
+                                       "using the course's version of Exercise 4 (combined_mask) until it is.\n")
+    # its own method raising: the exercise itself is unfinished
+    own = yours_or_course(notebook["Tiled"]().backward, lambda g: g, "Exercise 5 (Tiled)")
+    assert own(1) == 1 and capsys.readouterr().out.startswith("Exercise 5 (Tiled) is not done yet")
+    calls = yours_or_course(notebook["Tiled"]().forward, lambda x: x, "Exercise 5 (Tiled)")
+    assert calls(1) == 1 and capsys.readouterr().out.startswith("tiled, which Exercise 5 (Tiled) calls")

@@ -1,6 +1,16 @@
 import pytest
+import torch
 
 from course_utils.spread import beside_range, inside
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The verdicts as at one thread, where the ranges "at one thread" were measured (the last test varies it)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def test_inside_counts_the_ends_and_the_slack():
@@ -35,3 +45,13 @@ def test_yours_is_compared_as_printed():
     assert beside_range("x", 96.94, 96.9, 100.0).endswith("yours is inside")
     assert beside_range("x", 100.04, 96.9, 100.0).endswith("yours is inside")
     assert "near it" in beside_range("x", 100.06, 96.9, 100.0, slack=1)
+
+
+def test_a_verdict_outside_a_one_thread_range_names_the_run_s_thread_count():
+    torch.set_num_threads(2)
+    line = beside_range("loss", 3.0, 1.0, 2.0, measured="at one thread")
+    assert "OUTSIDE" in line and "your run used 2 threads, the range one" in line
+    assert "threads" not in beside_range("loss", 1.5, 1.0, 2.0, measured="at one thread")   # inside: nothing to explain
+    assert "your run used" not in beside_range("loss", 3.0, 1.0, 2.0)                      # no thread count stated
+    torch.set_num_threads(1)
+    assert "your run used" not in beside_range("loss", 3.0, 1.0, 2.0, measured="at one thread")
