@@ -1,9 +1,9 @@
 """The course's version of an unfinished exercise, so that the rest of a notebook still runs.
 
 A cell after an exercise that uses the student's answer (a plot, a training run) would stop the
-whole notebook while that exercise still raises ``NotImplementedError``. Notebooks 03-06 write
-``try: yours(...) except NotImplementedError: course's(...)`` inline; later notebooks wrap the
-student's function once::
+whole notebook while that exercise still raises ``NotImplementedError``. A notebook wraps the
+student's function once (a few cells of 03 and 11 write ``try: ... except NotImplementedError:``
+inline instead)::
 
     mask_tokens_ = yours_or_course(mask_tokens, course_mask_tokens, "Exercise 1 (mask_tokens)")
 

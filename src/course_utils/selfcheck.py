@@ -129,12 +129,16 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
         # run in the notebook's own folder so relative paths behave as in JupyterLab
         limit = grading_cell_timeout(profile) if timeout is None else timeout
         nb, _ = execute_notebook(copy, profile=profile, timeout=limit, allow_errors=True, cwd=path.parent)
-    nb.cells = nb.cells[1:]  # the watch's own first cell
+    return _results(nb.cells[1:])  # the watch's own first cell left out
+
+
+def _results(cells: list) -> list[ExerciseResult]:
+    """One result per graded cell of the executed ``cells``, then one ERROR per other code cell that raised."""
     results: list[ExerciseResult] = []
     unfinished: int | None = None   # the last cell outside the tests stopped by an unfinished exercise
     defined_by: dict[str, str] = {}  # function or class name -> the answer cell (grade_id) that defines it
     own = ""                         # the answer cell of the exercise the next test cell tests
-    for index, cell in enumerate(nb.cells):
+    for index, cell in enumerate(cells):
         meta = nbgrader_meta(cell)
         if cell.cell_type == "code" and meta.get("solution") and not meta.get("grade"):
             own = str(meta.get("grade_id", ""))
@@ -142,15 +146,22 @@ def check_notebook(path: Path, *, profile: str = "ci", timeout: int | None = Non
         if meta.get("grade"):
             result = _cell_result(cell)
             raiser = _raised_in(cell) if result.status == "TODO" else None
-            if raiser in defined_by and defined_by[raiser] != own:  # attempted; an earlier exercise is not written
+            owner = defined_by.get(raiser.split(".")[0]) if raiser else None   # a method: its class's exercise
+            if owner is not None and owner != own:  # attempted; an earlier exercise is not written
                 result = ExerciseResult(result.grade_id, result.points, "FAIL",
-                                        f"NotImplementedError from {raiser}, which exercise {defined_by[raiser]!r} "
+                                        f"NotImplementedError from {raiser}, which exercise {owner!r} "
                                         "defines and is not written yet: finish that one first (this exercise's own "
                                         "code may be right; its tests cannot run without it)")
             results.append(result)
         elif cell.cell_type == "code":
             if _stopped_unfinished(cell):
                 unfinished = index + 1
+                first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
+                raiser = _raised_in(cell)
+                results.append(ExerciseResult(
+                    f"cell {index + 1}", 0.0, "ERROR",
+                    f"NotImplementedError from {raiser or 'an unfinished exercise'}: this cell has no fallback to the "
+                    f"course's version, so Run All stops here until that exercise is written   [{first_line}]"))
             error = _cell_error(cell)
             if error:  # a cell outside the tests raised: the notebook does not run top to bottom
                 first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
@@ -184,7 +195,8 @@ def _write_watched_copy(path: Path, copy: Path) -> None:
         f"_course_watch_calls(get_ipython(), {functions!r}, {tests!r})\n"
         "del _course_watch_calls"))
     nbformat.write(nb, str(copy))
-_FRAME = re.compile(r", in (\w+)\(")  # IPython's traceback: "Cell In[3], line 2, in causal_mask(T, device)"
+# IPython's traceback: "Cell In[3], line 2, in causal_mask(T, device)", or "..., in GQAttention.forward(self, x)"
+_FRAME = re.compile(r", in ([\w.]+)\(")
 
 
 def _raised_in(cell) -> str | None:
