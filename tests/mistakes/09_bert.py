@@ -17,6 +17,11 @@ MISTAKES = [
                       "    scores = torch.rand(ids.shape, generator=generator).masked_fill(special, 2.0)\n"
                       "    n_pick = ((~special).sum(-1, keepdim=True) * p).round().clamp(min=1)\n"
                       "    selected = (scores.argsort(-1).argsort(-1) < n_pick) & ~special\n"),)),
+    Mistake(kind="argument", cell="mask_tokens", name="draws from the global random state, ignoring generator (eighth review)",
+            rejected_by=("test_mask_tokens",),
+            replace=(("torch.rand(ids.shape, generator=generator) < p", "torch.rand(ids.shape) < p"),
+                     ("u = torch.rand(ids.shape, generator=generator)", "u = torch.rand(ids.shape)"),
+                     ("generator=generator, dtype=ids.dtype", "dtype=ids.dtype"))),
     Mistake(kind="logic", cell="mask_tokens", name="assumes the special ids are the smallest ids",
             rejected_by=("test_mask_tokens",),
             replace=(("special = torch.isin(ids, torch.tensor(list(special_ids)))", "special = ids < 5"),)),
