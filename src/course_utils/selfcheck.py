@@ -154,9 +154,9 @@ def _results(cells: list) -> list[ExerciseResult]:
                                         "code may be right; its tests cannot run without it)")
             results.append(result)
         elif cell.cell_type == "code":
+            first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
             if _stopped_unfinished(cell):
                 unfinished = index + 1
-                first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
                 raiser = _raised_in(cell)
                 results.append(ExerciseResult(
                     f"cell {index + 1}", 0.0, "ERROR",
@@ -164,7 +164,6 @@ def _results(cells: list) -> list[ExerciseResult]:
                     f"course's version, so Run All stops here until that exercise is written   [{first_line}]"))
             error = _cell_error(cell)
             if error:  # a cell outside the tests raised: the notebook does not run top to bottom
-                first_line = next((line for line in cell.source.splitlines() if line.strip()), "")[:60]
                 if error.startswith("NameError") and unfinished is not None:
                     error += (f" (cell {unfinished} stopped earlier at an unfinished exercise, NotImplementedError, "
                               "and left this name undefined: finish that exercise first)")

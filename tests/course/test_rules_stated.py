@@ -288,8 +288,6 @@ def test_dtype_is_required_unless_the_test_turns_it_off(tmp_path):
     assert unstated(_synthetic(tmp_path, "Write `f(x)` on `x.device`, in `x.dtype`; raise a `ValueError` on None.", test)) == []
 
 
-# stated in words, not linked to 00's rule: `course check --rules` (which reads links) cannot list them yet (none now)
-WORDS_ONLY: dict[str, set[str]] = {}
 PRINTED = {"device": "device", "dtype": "dtype", "gradient": "gradient", "no_grad": "gradient", "in_place": "in-place",
            "mode": "mode", "shape": "shape", "banned": "banned calls", "own_work": "own work", "generator": "generator",
            "error": "error"}
@@ -306,7 +304,7 @@ def unlisted(path: Path, release: Path | None = None) -> list[str]:
     for exercise in exercises(nbformat.read(str(path), as_version=4)):
         enforced = {PRINTED[rule] for source in exercise.tests for rule in required(source)[0]}
         missing = enforced - listed.get(exercise.name, set())
-        if missing and exercise.name not in WORDS_ONLY.get(path.stem, set()):
+        if missing:
             problems.append(f"{path.stem}: exercise {exercise.name!r}: course check --rules does not list "
                             f"{sorted(missing)}: link each to 00's rule in the exercise's text")
     return problems
